@@ -1,0 +1,90 @@
+"""The `offset` case: buffers with half-open lifespans, sizes and alignments."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from judge.csvtable import INT_LIMIT, Table, int_column, parse_table, read_bounded
+from judge.errors import CaseError
+
+CASE_COLUMNS = ("id", "lower", "upper", "size")
+CASE_OPTIONAL = ("alignment",)
+MAX_CASE_BYTES = 512 * 2**20
+
+
+@dataclass(frozen=True, eq=False)
+class OffsetCase:
+    """Buffer i lives in [lower[i], upper[i]) and needs size[i] bytes."""
+
+    ids: list[str]
+    lower: np.ndarray  # int64
+    upper: np.ndarray  # int64
+    size: np.ndarray  # int64
+    alignment: np.ndarray  # int64, >= 1
+    capacity: int
+    path: str = ""
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def index(self) -> dict[str, int]:
+        """Row of each id; built on demand (plans need it, lower bounds do not)."""
+        return {bid: i for i, bid in enumerate(self.ids)}
+
+
+def read_case(path: Path, capacity: int) -> OffsetCase:
+    data = read_bounded(path, MAX_CASE_BYTES, CaseError)
+    return parse_case_bytes(data, path, capacity)
+
+
+def parse_case_bytes(data: bytes, path: Path | str, capacity: int) -> OffsetCase:
+    if not 0 <= capacity <= INT_LIMIT:
+        raise CaseError(f"capacity {capacity} is outside [0, 2^62]", path)
+    table = parse_table(data, path, CASE_COLUMNS, CASE_OPTIONAL, CaseError)
+    ids = _check_ids(table)
+    lower = int_column(table, "lower", CaseError, 0, INT_LIMIT)
+    upper = int_column(table, "upper", CaseError, 0, INT_LIMIT)
+    size = int_column(table, "size", CaseError, 1, INT_LIMIT)
+    if "alignment" in table.columns:
+        alignment = int_column(table, "alignment", CaseError, 1, INT_LIMIT)
+    else:
+        alignment = np.ones(table.n_rows, dtype=np.int64)
+    empty = np.flatnonzero(upper <= lower)
+    if empty.size:
+        i = int(empty[0])
+        raise CaseError(
+            f"buffer {ids[i]} has an empty lifespan [{lower[i]}, {upper[i]}): "
+            "lower must be < upper",
+            path,
+            table.line_of(i),
+        )
+    return OffsetCase(ids, lower, upper, size, alignment, capacity, str(path))
+
+
+def _check_ids(table: Table) -> list[str]:
+    ids = table.columns["id"]
+    seen: dict[str, int] = {}
+    for i, bid in enumerate(ids):
+        if not bid or bid != bid.strip():
+            raise CaseError(f"id {bid!r} is empty or has spaces around it", table.path, i + 2)
+        if bid in seen:
+            raise CaseError(f"id {bid!r} repeats the id on line {seen[bid] + 2}", table.path, i + 2)
+        seen[bid] = i
+    return ids
+
+
+def case_csv(case: OffsetCase) -> str:
+    """The case as the canonical CSV planners read (alignment always present)."""
+    rows = zip(
+        case.ids,
+        case.lower.tolist(),
+        case.upper.tolist(),
+        case.size.tolist(),
+        case.alignment.tolist(),
+        strict=True,
+    )
+    body = "".join(f"{b},{lo},{up},{s},{a}\n" for b, lo, up, s, a in rows)
+    return "id,lower,upper,size,alignment\n" + body
