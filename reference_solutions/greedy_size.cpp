@@ -139,12 +139,10 @@ public:
           lowers_(std::move(lowers_sorted)), placed_bits_((lowers_.size() + 63) / 64, 0),
           blocks_by_pos_(lowers_.size()) {}
 
-    // Adds a buffer with slot range [lo, hi) (lo < hi), lower time `lower`.
-    void insert(int lo, int hi, int64_t lower, Block block) {
+    // Adds a buffer with slot range [lo, hi) (lo < hi) whose lower has rank
+    // `pos` in lowers_sorted (distinct buffers get distinct ranks).
+    void insert(int lo, int hi, size_t pos, Block block) {
         add_canonical(1, 0, leaves(), lo, hi, block);
-        // Buffers with equal lower are interchangeable here: take a free position.
-        size_t pos = size_t(std::lower_bound(lowers_.begin(), lowers_.end(), lower) - lowers_.begin());
-        while (placed_bits_[pos / 64] >> (pos % 64) & 1) ++pos;
         placed_bits_[pos / 64] |= uint64_t(1) << (pos % 64);
         blocks_by_pos_[pos] = block;
     }
@@ -237,15 +235,23 @@ std::vector<int64_t> plan(const std::vector<Buffer>& buffers) {
     const int n = int(buffers.size());
 
     // Compress time so that lifespans become slot ranges [lo, hi).
-    std::vector<int64_t> times, lowers;
-    for (const auto& b : buffers) {
-        times.insert(times.end(), {b.lower, b.upper});
-        lowers.push_back(b.lower);
-    }
+    std::vector<int64_t> times;
+    for (const auto& b : buffers) times.insert(times.end(), {b.lower, b.upper});
     std::sort(times.begin(), times.end());
     times.erase(std::unique(times.begin(), times.end()), times.end());
-    std::sort(lowers.begin(), lowers.end());
     auto slot = [&](int64_t t) { return int(std::lower_bound(times.begin(), times.end(), t) - times.begin()); };
+
+    // Rank of every buffer in the order of lower (ties by file row).
+    std::vector<int> by_lower(n);
+    for (int i = 0; i < n; ++i) by_lower[i] = i;
+    std::stable_sort(by_lower.begin(), by_lower.end(),
+                     [&](int a, int b) { return buffers[a].lower < buffers[b].lower; });
+    std::vector<size_t> rank(n);
+    std::vector<int64_t> lowers(n);
+    for (int r = 0; r < n; ++r) {
+        rank[by_lower[r]] = size_t(r);
+        lowers[r] = buffers[by_lower[r]].lower;
+    }
 
     PlacedSet placed(int(times.size()), std::move(lowers));
     std::vector<int64_t> offsets(n, 0);
@@ -255,11 +261,10 @@ std::vector<int64_t> plan(const std::vector<Buffer>& buffers) {
         // An empty lifespan or an empty address range conflicts with nothing:
         // offset 0 is valid and the buffer never blocks anyone.
         if (b.upper <= b.lower || b.size <= 0) continue;
-        const int lo = slot(b.lower), hi = slot(b.upper);
         blocks.clear();
-        placed.query(lo, b.lower, b.upper, blocks);
+        placed.query(slot(b.lower), b.lower, b.upper, blocks);
         offsets[i] = first_fit(blocks, b.size, b.align);
-        placed.insert(lo, hi, b.lower, Block{offsets[i], offsets[i] + b.size});
+        placed.insert(slot(b.lower), slot(b.upper), rank[i], Block{offsets[i], offsets[i] + b.size});
     }
     return offsets;
 }

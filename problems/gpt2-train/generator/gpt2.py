@@ -45,11 +45,12 @@ class Case:
     micro_batches: int
     micro_batch_size: int
     seq_len: int  # longest sequence; micro-batches are padded to their own longest
-    schedule: str = "1f1b"  # 1f1b | gpipe
+    schedule: str = "1f1b"  # 1f1b | gpipe | zb (1F1B with weight gradients deferred, ZB-H1)
     attention: str = "eager"  # eager (saves B*H*S*S probabilities) | flash
     recompute: str = "none"  # none | selective (attention core) | full (per layer)
     ragged: bool = True  # sequence lengths vary per micro-batch
     zero_dp: int = 1  # optimizer state (master, m, v) sharded over this many ranks
+    grad_buffer: str = "lazy"  # lazy: fp32 grads made by the first backward | persistent (Megatron DDP)
     weight: float = 1.0
 
     def layers(self) -> range:
@@ -77,11 +78,14 @@ def seq_lens(case: Case, rng: random.Random) -> list[int]:
 
 
 def order(case: Case) -> list[tuple[str, int]]:
-    """Forward/backward order of micro-batches on this stage.
+    """Forward (F), backward (B) and weight-gradient (W) passes on this stage.
 
     1F1B: P - s - 1 warm-up forwards, then alternate one forward and one
     backward, then drain. GPipe: all forwards, then all backwards. Both run
     backwards in micro-batch order, so stored activations leave FIFO.
+    zb (zero-bubble ZB-H1): like 1F1B, but B only computes input gradients;
+    each W runs P - s - 1 backwards later, so the GEMM inputs and output
+    gradients that W reads outlive the rest of their micro-batch.
     """
     m = case.micro_batches
     warm = m if case.schedule == "gpipe" else min(case.stages - case.stage - 1, m)
@@ -89,7 +93,17 @@ def order(case: Case) -> list[tuple[str, int]]:
     for i in range(m - warm):
         seq += [("F", warm + i), ("B", i)]
     seq += [("B", i) for i in range(m - warm, m)]
-    return seq
+    if case.schedule != "zb":
+        return seq
+    lag = case.stages - case.stage - 1
+    out, pending = [], []
+    for kind, i in seq:
+        out.append((kind, i))
+        if kind == "B":
+            pending.append(("W", i))
+            if len(pending) > lag:
+                out.append(pending.pop(0))
+    return out + pending
 
 
 class Step:
@@ -107,6 +121,7 @@ class Step:
         self.persistent: list[Buffer] = []
         self.main_grad: dict[str, Buffer] = {}
         self.saved: dict[tuple, dict[str, Buffer]] = {}
+        self.deferred: dict[int, list[tuple[str, str, int, Buffer, Buffer]]] = {}
 
     # ---- parameters and optimizer state -------------------------------------
     def declare_params(self) -> None:
@@ -130,6 +145,9 @@ class Step:
             self.persistent.append(self.tl.alloc(f"{p}", 2 * n, align(n)))
             for kind in ("master", "adam_m", "adam_v"):
                 self.persistent.append(self.tl.alloc(f"{p}.{kind}", 4 * -(-n // shard), align(n)))
+            if self.c.grad_buffer == "persistent":
+                # Megatron-style DDP: one fp32 grad buffer allocated at start-up
+                self.main_grad[p] = self.tl.alloc(f"{p}.main_grad", 4 * n, align(n))
 
     def wgrad(self, p: str, tag: str, tokens: int) -> None:
         """Weight gradient of parameter p, accumulated in fp32 across micro-batches.
@@ -149,6 +167,27 @@ class Step:
             # bias / LayerNorm parameter: per-block fp32 partial sums
             self.tl.temp(f"{p}.wgrad_part.{tag}", 4 * n * max(1, tokens // 512) // 8, SMALL_ALIGN)
 
+    def gemm_wgrad(self, p: str, mb: int, n: int, inp: Buffer, dout: Buffer,
+                   inp_read_later: bool = False) -> None:
+        """Weight gradient of a GEMM: reads its saved input and its output gradient.
+
+        Under the zero-bubble schedule it is deferred to the W pass, which
+        keeps both tensors alive until then.
+        """
+        if self.c.schedule == "zb":
+            self.deferred.setdefault(mb, []).append((p, f"mb{mb}", n, inp, dout))
+            return
+        self.wgrad(p, f"mb{mb}", n)
+        self.tl.free(dout)
+        if not inp_read_later:
+            self.tl.free(inp)
+
+    def weight_pass(self, mb: int) -> None:
+        for p, tag, n, inp, dout in self.deferred.pop(mb):
+            self.tl.op()
+            self.wgrad(p, tag, n)
+            self.tl.free(inp, dout)
+
     def optimizer(self) -> None:
         """Grad-norm clipping then Adam, one fused op per parameter."""
         for p, n in self.params.items():
@@ -160,7 +199,11 @@ class Step:
             shard = -(-n // self.c.zero_dp)
             self.tl.temp(f"{p}.adam_grad", 4 * shard, align(n))
             self.tl.temp(f"{p}.adam_update", 4 * shard, align(n))
-            self.tl.free(self.main_grad.pop(p))
+            g = self.main_grad.pop(p)
+            if self.c.grad_buffer == "lazy":
+                self.tl.free(g)
+            else:
+                self.persistent.append(g)
 
     # ---- helpers --------------------------------------------------------------
     def act(self, name: str, nbytes: int) -> Buffer:
@@ -274,18 +317,16 @@ class Step:
         tl.op()  # mlp projection: dgrad and wgrad
         d_g = self.act(f"{pre}.mlp.gelu.dout.{sfx}", 2 * n * 4 * d)
         self.gemm_ws(f"{pre}.mlp.proj.dgrad_ws.{sfx}")
-        self.wgrad(f"{pre}.mlp.proj.w", sfx, n)
         self.wgrad(f"{pre}.mlp.proj.b", sfx, n)
-        tl.free(sv["g"], d_o2)
+        self.gemm_wgrad(f"{pre}.mlp.proj.w", mb, n, sv["g"], d_o2)
         tl.op()  # gelu backward
         d_f = self.act(f"{pre}.mlp.fc.dout.{sfx}", 2 * n * 4 * d)
         tl.free(sv["f"], d_g)
         tl.op()  # fc: dgrad and wgrad
         d_a2 = self.act(f"{pre}.ln2.dout.{sfx}", 2 * n * d)
         self.gemm_ws(f"{pre}.mlp.fc.dgrad_ws.{sfx}")
-        self.wgrad(f"{pre}.mlp.fc.w", sfx, n)
         self.wgrad(f"{pre}.mlp.fc.b", sfx, n)
-        tl.free(sv["a2"], d_f)
+        self.gemm_wgrad(f"{pre}.mlp.fc.w", mb, n, sv["a2"], d_f)
         tl.op()  # ln2 backward fused with the residual gradient sum
         d_xm = self.act(f"{pre}.resid1.dout.{sfx}", 2 * n * d)
         self.wgrad(f"{pre}.ln2.g", sfx, n)
@@ -297,11 +338,11 @@ class Step:
         tl.op()  # output projection: dgrad and wgrad
         d_ctx = self.act(f"{pre}.attn.ctx.dout.{sfx}", 2 * n * d)
         self.gemm_ws(f"{pre}.attn.proj.dgrad_ws.{sfx}")
-        self.wgrad(f"{pre}.attn.proj.w", sfx, n)
         self.wgrad(f"{pre}.attn.proj.b", sfx, n)
-        tl.free(d_o)
-        if self.c.attention == "eager":
-            tl.free(sv["ctx"])
+        flash = self.c.attention == "flash"
+        # flash attention's backward reads ctx again, right after this op
+        self.gemm_wgrad(f"{pre}.attn.proj.w", mb, n, sv["ctx"], d_o, inp_read_later=flash)
+        if not flash:
             if "probs" not in sv:
                 self.recompute_attention(l, mb, sv)
             tl.op()  # P v backward: dP and dv
@@ -320,13 +361,14 @@ class Step:
             tl.op()  # flash attention backward recomputes P block by block
             d_qkv = self.act(f"{pre}.attn.qkv.dout.{sfx}", 2 * n * 3 * d)
             self.tl.temp(f"{pre}.attn.dq_accum.{sfx}", 4 * n * d, ACT_ALIGN)
-            tl.free(sv["ctx"], sv["lse"], sv["qkv"], d_ctx)
+            tl.free(sv["lse"], sv["qkv"], d_ctx)
+            if self.c.schedule != "zb":
+                tl.free(sv["ctx"])
         tl.op()  # qkv projection: dgrad and wgrad
         d_a1 = self.act(f"{pre}.ln1.dout.{sfx}", 2 * n * d)
         self.gemm_ws(f"{pre}.attn.qkv.dgrad_ws.{sfx}")
-        self.wgrad(f"{pre}.attn.qkv.w", sfx, n)
         self.wgrad(f"{pre}.attn.qkv.b", sfx, n)
-        tl.free(sv["a1"], d_qkv)
+        self.gemm_wgrad(f"{pre}.attn.qkv.w", mb, n, sv["a1"], d_qkv)
         tl.op()  # ln1 backward fused with the residual gradient sum
         dx = self.act(f"{pre}.resid0.dout.{sfx}", 2 * n * d)
         self.wgrad(f"{pre}.ln1.g", sfx, n)
@@ -436,7 +478,7 @@ class Step:
     def run(self) -> Timeline:
         self.declare_params()
         for kind, mb in order(self.c):
-            self.forward(mb) if kind == "F" else self.backward(mb)
+            {"F": self.forward, "B": self.backward, "W": self.weight_pass}[kind](mb)
         self.optimizer()
         self.tl.close(*self.persistent)
         return self.tl

@@ -1,0 +1,97 @@
+"""Turn a folder of MiniMalloc-format CSV cases into a problem package."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import tempfile
+from pathlib import Path
+
+import tomli_w
+
+from judge.errors import PackageError
+from judge.package import Problem, load_cases, load_problem
+
+_CAPACITY_IN_NAME = re.compile(r"^(?P<name>.+)\.(?P<capacity>\d+)$")
+
+STATEMENT = """# {title}
+
+Place every buffer of each case into one memory arena.
+
+## Input
+`$MEMORACE_CASE_DIR/buffers.csv` has the header `id,lower,upper,size,alignment`:
+buffer `id` is live during the half-open interval `[lower, upper)` and needs
+`size` bytes at an offset that is a multiple of `alignment`.
+`$MEMORACE_CASE_DIR/case.json` gives the `capacity` and the time limit.
+
+## Output
+Write `$MEMORACE_OUT_DIR/plan.csv` with the header `id,offset`, one row per buffer.
+
+## Rules and score
+A plan is valid iff every offset is a non-negative multiple of its buffer's
+alignment, `offset + size <= capacity`, and no two buffers whose lifespans
+intersect share a byte (`[a, b)` and `[b, c)` do not intersect). Its peak is
+`max(offset + size)`; the case scores `lower_bound / peak`, where the lower
+bound is the largest total size of buffers live at one time.
+
+## Cases
+{source}
+"""
+
+
+def import_minimalloc(
+    source: Path,
+    dest_root: Path,
+    slug: str,
+    capacity: int | None = None,
+    hidden: frozenset[str] = frozenset(),
+) -> Problem:
+    """Write `dest_root/slug` from the *.csv files of `source` and validate it."""
+    files = sorted(Path(source).glob("*.csv"))
+    if not files:
+        raise PackageError("no *.csv case files found", source)
+    target = Path(dest_root) / slug
+    if target.exists():
+        raise PackageError("already exists; choose another --slug or remove it", target)
+    with tempfile.TemporaryDirectory(dir=dest_root, prefix=f".{slug}-") as tmp:
+        staging = Path(tmp) / slug
+        cases = [_stage_case(f, staging, capacity, hidden) for f in files]
+        _write_package(staging, slug, source, cases)
+        problem = load_problem(staging)
+        load_cases(problem)  # every case parses and is feasible at its capacity
+        shutil.move(staging, target)
+    return load_problem(target)
+
+
+def _stage_case(
+    path: Path, staging: Path, capacity: int | None, hidden: frozenset[str]
+) -> dict[str, object]:
+    match = _CAPACITY_IN_NAME.match(path.stem)
+    name = match["name"] if match else path.stem
+    cap = capacity if capacity is not None else int(match["capacity"]) if match else None
+    if cap is None:
+        raise PackageError(
+            "no capacity in the file name (NAME.CAPACITY.csv); pass --capacity", path
+        )
+    split = "hidden" if name in hidden or path.stem in hidden else "public"
+    dest = staging / "data" / split / f"{name}.csv"
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(path, dest)
+    return {"name": name, "split": split, "capacity": cap, "weight": 1.0}
+
+
+def _write_package(staging: Path, slug: str, source: Path, cases: list[dict[str, object]]) -> None:
+    doc = {
+        "slug": slug,
+        "name": f"{slug} (imported from {Path(source).name})",
+        "type": "offset",
+        "version": 1,
+        "limits": {"time_limit_s": 60.0, "memory_limit_mb": 2048, "cpus": 1, "gpus": 0},
+        "cases": cases,
+    }
+    (staging / "problem.toml").write_bytes(tomli_w.dumps(doc).encode())
+    note = f"Imported with `memorace problem import-minimalloc` from `{Path(source).name}`."
+    if (Path(source) / "LICENSE").is_file():
+        shutil.copyfile(Path(source) / "LICENSE", staging / "LICENSE")
+        note += " The cases' license is in `LICENSE`."
+    (staging / "statement.md").write_text(STATEMENT.format(title=slug, source=note))

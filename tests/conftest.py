@@ -1,0 +1,34 @@
+"""Shared test fixtures: paths to the project and to the shared real data."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED_DATA = Path(os.environ.get("MEMORACE_SHARED_DATA", ROOT.parent / "shared" / "data"))
+IN_CI = os.environ.get("CI") == "true"
+
+
+def shared_data(*parts: str) -> Path:
+    """A file of ../shared/data; skipped where it is absent, a failure in CI."""
+    path = SHARED_DATA.joinpath(*parts)
+    if not path.exists():
+        if IN_CI:
+            pytest.fail(f"{path} is missing: CI needs ../shared/data")
+        pytest.skip(f"{path} is not on this machine")
+    return path
+
+
+@pytest.fixture
+def write(tmp_path: Path):
+    """write(name, text_or_bytes) -> path under tmp_path."""
+
+    def _write(name: str, content: str | bytes) -> Path:
+        path = tmp_path / name
+        path.write_bytes(content.encode() if isinstance(content, str) else content)
+        return path
+
+    return _write

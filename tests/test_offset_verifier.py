@@ -1,0 +1,125 @@
+"""The exact verifier against an obviously correct all-pairs check."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from judge.types.offset.case import OffsetCase, parse_case_bytes
+from judge.types.offset.plan import OffsetPlan
+from judge.types.offset.verifier import lower_bound, verify
+from judge.verdict import Verdict
+
+
+def all_pairs(case_rows, offsets, capacity):
+    """(kind, detail) of the first broken rule by brute force, or None."""
+    for (bid, _, _, _, align), off in zip(case_rows, offsets, strict=True):
+        if off % align:
+            return "alignment", {bid}
+    for (bid, _, _, size, _), off in zip(case_rows, offsets, strict=True):
+        if off + size > capacity:
+            return "capacity", {bid}
+    pairs = []
+    for i, (a, la, ua, sa, _) in enumerate(case_rows):
+        for j, (b, lb, ub, sb, _) in enumerate(case_rows[:i]):
+            if (
+                la < ub
+                and lb < ua
+                and offsets[i] < offsets[j] + sb
+                and offsets[j] < offsets[i] + sa
+            ):
+                pairs.append((max(la, lb), {a, b}))
+    if pairs:
+        return "overlap", pairs
+    return None
+
+
+def brute_lower_bound(case_rows):
+    times = {lo for _, lo, _, _, _ in case_rows}
+    return max((sum(s for _, lo, up, s, _ in case_rows if lo <= t < up) for t in times), default=0)
+
+
+@st.composite
+def cases_and_plans(draw):
+    n = draw(st.integers(0, 9))
+    rows = []
+    for i in range(n):
+        lo = draw(st.integers(0, 12))
+        up = lo + draw(st.integers(1, 6))
+        rows.append((f"b{i}", lo, up, draw(st.integers(1, 9)), draw(st.sampled_from([1, 1, 2, 4]))))
+    capacity = draw(st.integers(0, 48))
+    offsets = [
+        draw(st.one_of(st.integers(0, 40), st.integers(0, 10).map(lambda k: 4 * k))) for _ in rows
+    ]
+    return rows, offsets, capacity
+
+
+def build(rows, offsets, capacity):
+    text = "id,lower,upper,size,alignment\n" + "".join(
+        f"{b},{lo},{up},{s},{a}\n" for b, lo, up, s, a in rows
+    )
+    case = parse_case_bytes(text.encode(), "case.csv", capacity)
+    return case, OffsetPlan(np.array(offsets, dtype=np.int64))
+
+
+@settings(max_examples=10_000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(cases_and_plans())
+def test_verifier_agrees_with_all_pairs(data):
+    rows, offsets, capacity = data
+    case, plan = build(rows, offsets, capacity)
+    got = verify(case, plan)
+    want = all_pairs(rows, offsets, capacity)
+    assert got.peak == max((o + r[3] for o, r in zip(offsets, rows, strict=True)), default=0)
+    assert lower_bound(case) == brute_lower_bound(rows)
+    if want is None:
+        assert got.verdict == Verdict.OK, got.message
+        return
+    assert got.verdict == Verdict.INVALID_PLAN
+    kind, detail = want
+    if kind == "overlap":
+        earliest = min(t for t, _ in detail)
+        found = re.match(r"buffers (\S+) and (\S+) overlap at time (\d+) in bytes", got.message)
+        assert found, got.message
+        # The pair it names really overlaps, at the earliest time any pair does.
+        assert (int(found[3]), {found[1], found[2]}) in detail, (got.message, detail)
+        assert int(found[3]) == earliest
+    else:
+        assert kind in got.message or "multiple of its alignment" in got.message
+        assert detail <= set(got.message.split())
+
+
+def test_touching_lifespans_may_share_bytes():
+    case, plan = build([("a", 0, 5, 8, 1), ("b", 5, 9, 8, 1)], [0, 0], 8)
+    assert verify(case, plan).verdict == Verdict.OK
+
+
+def test_overlap_message_names_buffers_time_and_bytes():
+    rows = [("b17", 0, 50, 8192, 1), ("b203", 40, 60, 4096, 1)]
+    case, plan = build(rows, [0, 4096], 1 << 20)
+    v = verify(case, plan)
+    assert v.message == "buffers b17 and b203 overlap at time 40 in bytes [4096, 8192)"
+
+
+def test_capacity_edge_is_inclusive():
+    case, plan = build([("a", 0, 1, 8, 4)], [4], 12)
+    assert verify(case, plan).verdict == Verdict.OK
+    case, plan = build([("a", 0, 1, 8, 4)], [8], 12)
+    assert "past the capacity 12" in verify(case, plan).message
+
+
+def test_sizes_past_2_to_the_32_are_exact():
+    big = 3 * 2**40 + 1
+    rows = [("x", 0, 2, big, 1), ("y", 1, 3, big, 1)]
+    case, plan = build(rows, [0, big], 2 * big)
+    assert verify(case, plan).verdict == Verdict.OK
+    assert lower_bound(case) == 2 * big
+    case, plan = build(rows, [0, big - 1], 2 * big)
+    assert f"in bytes [{big - 1}, {big})" in verify(case, plan).message
+
+
+def test_empty_case_is_fine():
+    case = OffsetCase([], *(np.zeros(0, np.int64) for _ in range(4)), capacity=0)
+    assert verify(case, OffsetPlan(np.zeros(0, np.int64))).verdict == Verdict.OK
