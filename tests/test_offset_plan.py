@@ -49,7 +49,7 @@ def judge_text(write, content: str | bytes):
         ),
         (
             "id,offset\na,99999999999999999999999\nb,8\n",
-            "plan.csv:2: column 'offset' must be an integer",
+            "plan.csv:2: column 'offset' is '99999999999999999999999', outside",
         ),
         ("id,offset\na,0\na,8\n", "plan.csv:3: buffer a appears more than once"),
         ("id,offset\na,0\n", "plan.csv: 1 buffer(s) have no offset: b"),

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
-from judge.csvtable import INT_LIMIT, int_column, parse_table, read_bounded
+from judge.csvtable import INT_LIMIT, parse_id_table, read_bounded
 from judge.errors import PlanError
 from judge.types.offset.case import OffsetCase
 
@@ -30,9 +30,9 @@ def read_plan(path: Path, case: OffsetCase) -> OffsetPlan:
 
 
 def parse_plan_bytes(data: bytes, path: Path | str, case: OffsetCase) -> OffsetPlan:
-    table = parse_table(data, path, PLAN_COLUMNS, (), PlanError)
-    rows = _rows_of_ids(table.columns["id"], case, str(path))
-    offsets = int_column(table, "offset", PlanError, 0, INT_LIMIT)
+    table = parse_id_table(data, path, PLAN_COLUMNS, (), {"offset": (0, INT_LIMIT)}, PlanError)
+    rows = _rows_of_ids(table.ids, case, str(path))
+    offsets = table.ints["offset"]
     plan = np.empty(len(case), dtype=np.int64)
     plan[rows] = offsets
     return OffsetPlan(plan)

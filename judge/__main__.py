@@ -1,0 +1,5 @@
+"""`python -m judge` is the `memorace` command."""
+
+from judge.cli import app
+
+app()

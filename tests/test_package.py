@@ -1,0 +1,164 @@
+"""Problem packages: good ones load, bad ones give one error naming file, line and rule."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from judge.errors import PackageError
+from judge.package import load_cases, load_problem
+
+GOOD_TOML = """\
+slug = "tiny"
+name = "Tiny"
+type = "offset"
+version = 1
+
+[limits]
+time_limit_s = 5.0
+memory_limit_mb = 512
+
+[[cases]]
+name = "one"
+split = "public"
+capacity = 16
+
+[[cases]]
+name = "two"
+split = "hidden"
+capacity = 16
+weight = 2
+"""
+CASE = "id,lower,upper,size\na,0,2,8\nb,1,3,8\n"
+
+
+def make_package(root: Path, toml: str = GOOD_TOML, cases: dict[str, str] | None = None) -> Path:
+    pkg = root / "tiny"
+    for sub in ("data/public", "data/hidden"):
+        (pkg / sub).mkdir(parents=True, exist_ok=True)
+    (pkg / "problem.toml").write_text(toml)
+    (pkg / "statement.md").write_text("# Tiny\n")
+    files = cases if cases is not None else {"public/one": CASE, "hidden/two": CASE}
+    for name, text in files.items():
+        (pkg / "data" / f"{name}.csv").write_text(text)
+    return pkg
+
+
+def test_good_package_loads(tmp_path):
+    problem = load_problem(make_package(tmp_path))
+    assert [c.name for c in problem.cases_in("hidden")] == ["two"]
+    assert problem.limits.time_limit_s == 5.0 and problem.limits.cpus == 1
+    loaded = load_cases(problem)
+    assert [lc.lower_bound for lc in loaded] == [16, 16]
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        (
+            lambda t: t.replace('slug = "tiny"', 'slug = "other"'),
+            "problem.toml:1: slug 'other' must equal the folder name 'tiny'",
+        ),
+        (
+            lambda t: t.replace('type = "offset"', 'type = "bogus"'),
+            "problem.toml:3: unknown problem type 'bogus'",
+        ),
+        (lambda t: t.replace("version = 1", "version = 0"), "problem.toml:4: version must be >= 1"),
+        (
+            lambda t: t.replace("version = 1", 'version = "1"'),
+            "problem.toml:4: 'version' must be int",
+        ),
+        (
+            lambda t: t.replace("time_limit_s = 5.0", "time_limit = 5.0"),
+            "problem.toml:7: unknown key 'time_limit' in [limits]",
+        ),
+        (
+            lambda t: t.replace("time_limit_s = 5.0", "time_limit_s = -1"),
+            "problem.toml:7: time_limit_s must be in (0, 3600]",
+        ),
+        (
+            lambda t: t.replace('split = "hidden"', 'split = "secret"'),
+            "problem.toml:17: split must be 'public' or 'hidden'",
+        ),
+        (
+            lambda t: t.replace('name = "two"', 'name = "one"'),
+            "problem.toml:16: case name 'one' is used twice",
+        ),
+        (
+            lambda t: t.replace('name = "two"', 'name = "../x"'),
+            "problem.toml:16: case name '../x' may use",
+        ),
+        (lambda t: t.replace("weight = 2", "weight = 0"), "problem.toml:19: weight must be > 0"),
+        (
+            lambda t: t.replace("capacity = 16\n\n", "capacity = -1\n\n"),
+            "problem.toml:13: capacity must be >= 0",
+        ),
+        (lambda t: t.replace('name = "Tiny"\n', ""), "problem.toml: missing key 'name'"),
+        (
+            lambda t: t + "[[cases]]\nname = 'three'\ncapacity = 1\n",
+            "problem.toml:20: case file data/public/three.csv is missing",
+        ),
+        (lambda t: t.replace("version = 1", "version = = 1"), "problem.toml:4: not valid TOML"),
+        (lambda t: t.split("[[cases]]")[0], "problem.toml: needs at least one [[cases]] entry"),
+    ],
+)
+def test_bad_problem_toml(tmp_path, edit, message):
+    pkg = make_package(tmp_path, edit(GOOD_TOML))
+    with pytest.raises(PackageError) as info:
+        load_problem(pkg)
+    assert str(info.value).startswith(str(pkg / message)), str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("case_text", "message"),
+    [
+        ("id,lower,upper\na,0,1\n", "one.csv:1: header must be 'id,lower,upper,size[,alignment]'"),
+        ("id,lower,upper,size\na,0,2,8\na,1,3,8\n", "one.csv:3: id 'a' repeats the id on line 2"),
+        ("id,lower,upper,size\na,2,2,8\n", "one.csv:2: buffer a has an empty lifespan [2, 2)"),
+        ("id,lower,upper,size\na,0,2,0\n", "one.csv:2: column 'size' is '0', outside [1,"),
+        ("id,lower,upper,size,alignment\na,0,2,8,0\n", "one.csv:2: column 'alignment' is '0'"),
+        ("id,lower,upper,size\na,-1,2,8\n", "one.csv:2: column 'lower' is '-1'"),
+        (
+            "id,lower,upper,size\na,0,2,8.5\n",
+            "one.csv:2: column 'size' must be an integer, got '8.5'",
+        ),
+        (
+            "id,lower,upper,size\na,0,2,8\nb,1,3,9\n",
+            "problem.toml: case one is infeasible: its lower bound 17 exceeds its capacity 16",
+        ),
+    ],
+)
+def test_bad_case_files(tmp_path, case_text, message):
+    pkg = make_package(tmp_path, cases={"public/one": case_text, "hidden/two": CASE})
+    with pytest.raises(PackageError) as info:
+        load_cases(load_problem(pkg))
+    assert message in str(info.value), str(info.value)
+
+
+def test_unlisted_case_file_is_an_error(tmp_path):
+    pkg = make_package(tmp_path)
+    (pkg / "data/public/stray.csv").write_text(CASE)
+    with pytest.raises(PackageError, match=r"stray.csv: is not listed in problem.toml"):
+        load_problem(pkg)
+
+
+def test_missing_statement(tmp_path):
+    pkg = make_package(tmp_path)
+    (pkg / "statement.md").unlink()
+    with pytest.raises(PackageError, match=r"statement.md: file is missing"):
+        load_problem(pkg)
+
+
+def test_cli_reports_a_bad_package_without_traceback(tmp_path):
+    pkg = make_package(tmp_path, GOOD_TOML.replace("version = 1", "version = 0"))
+    proc = subprocess.run(
+        [sys.executable, "-m", "judge", "problem", "check", str(pkg)],
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 2
+    assert "version must be >= 1" in proc.stderr
+    assert "Traceback" not in proc.stderr + proc.stdout
