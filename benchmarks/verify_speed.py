@@ -47,10 +47,13 @@ def write_csvs(folder: Path, lower, upper, size, offset) -> tuple[Path, Path]:
     ids = [f"b{i}" for i in range(len(lower))]
     case, plan = folder / "case.csv", folder / "plan.csv"
     rows = zip(ids, lower.tolist(), upper.tolist(), size.tolist(), strict=True)
-    case.write_text("id,lower,upper,size,alignment\n" + "".join(
-        f"{b},{lo},{up},{s},256\n" for b, lo, up, s in rows))
-    plan.write_text("id,offset\n" + "".join(
-        f"{b},{o}\n" for b, o in zip(ids, offset.tolist(), strict=True)))
+    case.write_text(
+        "id,lower,upper,size,alignment\n"
+        + "".join(f"{b},{lo},{up},{s},256\n" for b, lo, up, s in rows)
+    )
+    plan.write_text(
+        "id,offset\n" + "".join(f"{b},{o}\n" for b, o in zip(ids, offset.tolist(), strict=True))
+    )
     return case, plan
 
 
@@ -99,8 +102,10 @@ def main() -> None:
     fast, t_fast = timed(verify, case, OffsetPlan(small[3]))
     slow, t_slow = timed(all_pairs_ok, *small)
     assert fast.verdict == Verdict.OK and slow
-    print(f"{args.pairs:,} buffers: sweep {t_fast:.3f} s, all-pairs {t_slow:.2f} s, "
-          f"speed-up x{t_slow / t_fast:.0f}")
+    print(
+        f"{args.pairs:,} buffers: sweep {t_fast:.3f} s, all-pairs {t_slow:.2f} s, "
+        f"speed-up x{t_slow / t_fast:.0f}"
+    )
 
 
 if __name__ == "__main__":

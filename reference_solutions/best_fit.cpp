@@ -10,17 +10,29 @@
 // A skyline (the top of the memory used so far, per time slot) starts flat at
 // 0. Repeatedly:
 //   1. take the lowest skyline segment [s, e) (leftmost among equals);
-//   2. among unplaced buffers whose lifespan lies inside [s, e), choose the
-//      best fit: the longest lifespan (it fills most of the gap), then the
-//      largest size, then the earliest file row;
+//   2. among unplaced buffers whose lifespan lies inside [s, e), take the best
+//      fit under a fit rule (see below);
 //   3. if there is one, place it at the segment height rounded up to its
 //      alignment and raise the skyline over its lifespan; otherwise the gap
 //      cannot be used by anybody, so raise the segment to its lower
 //      neighbour and merge them.
-// Every placement adds at most two segments and every raise removes one, so
-// there are O(n) steps. Candidates sit in a segment tree ordered by lower;
-// each node keeps the smallest upper and the best buffer of its subtree, and
-// the search for the best buffer ending by e prunes with both.
+// Unlike greedy by size, this never leaves a hole under a buffer except when
+// step 3 gives a gap up as unusable (or to alignment).
+//
+// Fit rules: Burke's rule is "widest item that fits", here the longest
+// lifespan (ties: largest size). No single rule wins everywhere, so the
+// planner also runs largest area (size * lifespan) and largest size (ties:
+// longest lifespan) and keeps the plan with the lowest peak (first rule on
+// ties). Remaining ties go to the earlier file row, so output is deterministic.
+//
+// Cost: every placement adds at most two segments and every raise removes
+// one, so there are O(n) steps per rule. Unplaced buffers sit in a segment
+// tree ordered by lower; each node keeps the smallest upper and the best rank
+// in its subtree. The best-fit search prunes subtrees with nothing ending by
+// e or nothing better than the best found, and stops in a subtree whose best
+// buffer fits, so it visits O((c + 1) log n) nodes, where c counts candidates
+// that start in [s, e) but end after e; they are all live at time e - 1, so
+// the whole run is O(n log n) plus at most O(n * live * log n).
 //
 // Build: g++ -O2 -std=c++20 -o planner best_fit.cpp
 #include <algorithm>
@@ -28,12 +40,9 @@
 #include <cstdint>
 #include <cstdlib>
 #include <fstream>
-#include <functional>
 #include <iostream>
-#include <iterator>
 #include <limits>
-#include <map>
-#include <set>
+#include <queue>
 #include <sstream>
 #include <string>
 #include <string_view>
@@ -60,19 +69,23 @@ std::string trim(std::string_view s) {
     return std::string(s);
 }
 
+// Splits a CSV line on commas; fields are kept verbatim (ids are copied
+// through unchanged), numbers and header names are trimmed where used.
 std::vector<std::string> split_commas(std::string_view line) {
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
     std::vector<std::string> out;
     size_t start = 0;
     for (size_t i = 0; i <= line.size(); ++i) {
         if (i == line.size() || line[i] == ',') {
-            out.push_back(trim(line.substr(start, i - start)));
+            out.emplace_back(line.substr(start, i - start));
             start = i + 1;
         }
     }
     return out;
 }
 
-int64_t parse_int(const std::string& s) {
+int64_t parse_int(const std::string& field) {
+    const std::string s = trim(field);
     int64_t v = 0;
     auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
     if (ec != std::errc() || ptr != s.data() + s.size()) die("bad integer '" + s + "'");
@@ -86,6 +99,7 @@ std::vector<Buffer> read_buffers(const std::string& path) {
     std::string line;
     if (!std::getline(in, line)) die("empty " + path);
     auto header = split_commas(line);
+    for (auto& name : header) name = trim(name);
     auto column = [&](const std::string& name) -> int {
         auto it = std::find(header.begin(), header.end(), name);
         return it == header.end() ? -1 : int(it - header.begin());
@@ -103,7 +117,7 @@ std::vector<Buffer> read_buffers(const std::string& path) {
         b.lower = parse_int(f[c_lo]);
         b.upper = parse_int(f[c_up]);
         b.size = parse_int(f[c_size]);
-        if (c_align >= 0 && c_align < int(f.size()) && !f[c_align].empty())
+        if (c_align >= 0 && c_align < int(f.size()) && !trim(f[c_align]).empty())
             b.align = std::max<int64_t>(1, parse_int(f[c_align]));
         buffers.push_back(std::move(b));
     }
@@ -124,8 +138,11 @@ int64_t align_up(int64_t x, int64_t a) { return (x + a - 1) / a * a; }
 
 // ------------------------------------------------------------------ skyline
 
-// Piecewise-constant height over time slots [0, m); adjacent segments always
-// differ in height, so the lowest segment is bounded by higher ones.
+// Piecewise-constant height over time slots [0, m). Segments are contiguous,
+// so a segment is named by its start slot and the next one starts at its
+// end; adjacent segments always differ in height, so the lowest segment is
+// bounded by higher ones. The lowest is found with a min-heap whose stale
+// entries (segment gone or height changed) are dropped lazily.
 class Skyline {
 public:
     struct Segment {
@@ -133,202 +150,237 @@ public:
         int64_t height;
     };
 
-    explicit Skyline(int m) { add({0, m, 0}); }
+    explicit Skyline(int m) : m_(m), end_(m + 1), prev_(m + 1, -1), height_(m + 1), alive_(m + 1, 0) {
+        set(0, m, 0);
+    }
 
-    Segment lowest() const {
-        auto [height, start] = *by_height_.begin();
-        return {start, by_start_.at(start).first, height};
+    Segment lowest() {
+        while (true) {
+            auto [neg_height, start] = heap_.top();
+            if (alive_[start] && height_[start] == -neg_height) return {start, end_[start], -neg_height};
+            heap_.pop();
+        }
     }
 
     // Raises [lo, hi), which lies inside the lowest segment, to `height`
-    // (not below the segment's height).
+    // (above the segment's height).
     void raise(int lo, int hi, int64_t height) {
-        Segment seg = lowest();
-        remove(seg.start);
-        if (seg.start < lo) add({seg.start, lo, seg.height});
-        if (hi < seg.end) add({hi, seg.end, seg.height});
-        add({lo, hi, height});
+        const Segment seg = lowest();
+        if (seg.start < lo) {
+            set(seg.start, lo, seg.height);
+            prev_[lo] = seg.start;
+        }
+        set(lo, hi, height);
+        if (hi < seg.end) {
+            set(hi, seg.end, seg.height);
+            prev_[hi] = lo;
+        }
         merge_around(lo);
     }
 
     // Raises the lowest segment to its lower neighbour's height and merges.
     // Returns false when it has no neighbour (it spans all time).
     bool lift_lowest() {
-        Segment seg = lowest();
-        auto it = by_start_.find(seg.start);
+        const Segment seg = lowest();
         int64_t target = std::numeric_limits<int64_t>::max();
-        if (it != by_start_.begin()) target = std::prev(it)->second.second;
-        if (std::next(it) != by_start_.end()) target = std::min(target, std::next(it)->second.second);
+        if (seg.start > 0) target = height_[prev_[seg.start]];
+        if (seg.end < m_) target = std::min(target, height_[seg.end]);
         if (target == std::numeric_limits<int64_t>::max()) return false;
-        remove(seg.start);
-        add({seg.start, seg.end, target});
+        set(seg.start, seg.end, target);
         merge_around(seg.start);
         return true;
     }
 
 private:
-    void add(Segment s) {
-        by_start_[s.start] = {s.end, s.height};
-        by_height_.insert({s.height, s.start});
+    // (Re)defines the segment [start, end); prev_[start] is left to callers.
+    void set(int start, int end, int64_t height) {
+        alive_[start] = 1;
+        end_[start] = end;
+        height_[start] = height;
+        if (end < m_) prev_[end] = start;
+        heap_.push({-height, start});
     }
-    void remove(int start) {
-        auto it = by_start_.find(start);
-        by_height_.erase({it->second.second, start});
-        by_start_.erase(it);
+    // Absorbs the segment right after `left`, which has the same height.
+    void absorb_next(int left) {
+        const int right = end_[left];
+        alive_[right] = 0;
+        end_[left] = end_[right];
+        if (end_[left] < m_) prev_[end_[left]] = left;
     }
-    // Merges the segment starting at `start` with equal-height neighbours.
     void merge_around(int start) {
-        auto it = by_start_.find(start);
-        Segment seg{start, it->second.first, it->second.second};
-        if (it != by_start_.begin() && std::prev(it)->second.second == seg.height) {
-            seg.start = std::prev(it)->first;
-            remove(seg.start);
-            remove(start);
-            add(seg);
-            it = by_start_.find(seg.start);
+        if (start > 0 && height_[prev_[start]] == height_[start]) {
+            start = prev_[start];
+            absorb_next(start);
         }
-        auto next = std::next(it);
-        if (next != by_start_.end() && next->second.second == seg.height) {
-            seg.end = next->second.first;
-            remove(next->first);
-            remove(seg.start);
-            add(seg);
-        }
+        if (end_[start] < m_ && height_[end_[start]] == height_[start]) absorb_next(start);
     }
 
-    std::map<int, std::pair<int, int64_t>> by_start_;  // start -> (end, height)
-    std::set<std::pair<int64_t, int>> by_height_;      // (height, start)
+    int m_;
+    std::vector<int> end_, prev_;  // indexed by segment start
+    std::vector<int64_t> height_;
+    std::vector<char> alive_;
+    std::priority_queue<std::pair<int64_t, int>> heap_;  // (-height, start)
 };
 
 // ---------------------------------------------------------------- candidates
 
-// Unplaced buffers ordered by lower slot. best_in(first, last, e) returns the
-// best buffer among positions [first, last) whose upper slot is <= e.
+// Unplaced buffers, at positions ordered by lower slot. Each position has the
+// buffer's upper slot and its rank under the fit rule (0 = best fit).
+// best_in(first, last, e) finds the best-ranked position in [first, last)
+// whose upper slot is <= e.
 class Candidates {
 public:
-    // slot_lo/slot_hi: slot range of the buffer at each position;
-    // better(a, b): whether buffer a is a better fit than buffer b.
-    template <class Better>
-    Candidates(std::vector<int> ids, std::vector<int> slot_hi, Better better)
-        : ids_(std::move(ids)), hi_(std::move(slot_hi)), better_(better) {
-        leaves_ = 1;
-        while (leaves_ < int(ids_.size())) leaves_ *= 2;
+    Candidates(const std::vector<int>& rank_at_pos, const std::vector<int>& hi_at_pos)
+        : hi_(hi_at_pos), pos_of_rank_(rank_at_pos.size()) {
+        for (size_t p = 0; p < rank_at_pos.size(); ++p) pos_of_rank_[rank_at_pos[p]] = int(p);
+        while (leaves_ < int(rank_at_pos.size())) leaves_ *= 2;
         min_hi_.assign(2 * leaves_, kNone);
-        best_.assign(2 * leaves_, -1);
-        for (int p = 0; p < int(ids_.size()); ++p) {
+        min_rank_.assign(2 * leaves_, kNone);
+        for (size_t p = 0; p < rank_at_pos.size(); ++p) {
             min_hi_[leaves_ + p] = hi_[p];
-            best_[leaves_ + p] = p;
+            min_rank_[leaves_ + p] = rank_at_pos[p];
         }
         for (int v = leaves_ - 1; v >= 1; --v) pull(v);
     }
 
     void erase(int pos) {
         int v = leaves_ + pos;
-        min_hi_[v] = kNone;
-        best_[v] = -1;
+        min_hi_[v] = min_rank_[v] = kNone;
         for (v /= 2; v >= 1; v /= 2) pull(v);
     }
 
-    int id_at(int pos) const { return ids_[pos]; }
-
     // Position of the best fitting candidate, or -1.
     int best_in(int first, int last, int e) const {
-        int found = -1;
-        search(1, 0, leaves_, first, last, e, found);
-        return found;
+        int rank = kNone;
+        search(1, 0, leaves_, first, last, e, rank);
+        return rank == kNone ? -1 : pos_of_rank_[rank];
     }
 
 private:
     static constexpr int kNone = std::numeric_limits<int>::max();
 
-    bool better_pos(int p, int q) const {
-        if (p < 0) return false;
-        if (q < 0) return true;
-        return better_(ids_[p], ids_[q]);
-    }
     void pull(int v) {
         min_hi_[v] = std::min(min_hi_[2 * v], min_hi_[2 * v + 1]);
-        best_[v] = better_pos(best_[2 * v], best_[2 * v + 1]) ? best_[2 * v] : best_[2 * v + 1];
+        min_rank_[v] = std::min(min_rank_[2 * v], min_rank_[2 * v + 1]);
     }
 
-    // Branch and bound: skip subtrees with nothing ending by e or nothing
-    // better than `found`; a subtree inside the range whose best fits is done.
-    void search(int v, int nlo, int nhi, int first, int last, int e, int& found) const {
-        if (nhi <= first || last <= nlo || min_hi_[v] > e || !better_pos(best_[v], found)) return;
-        if (first <= nlo && nhi <= last && hi_[best_[v]] <= e) {
-            found = best_[v];
+    // Branch and bound: skip subtrees where nothing ends by e or nothing beats
+    // `rank`; a subtree inside the range whose best buffer fits is settled.
+    void search(int v, int nlo, int nhi, int first, int last, int e, int& rank) const {
+        if (nhi <= first || last <= nlo || min_hi_[v] > e || min_rank_[v] >= rank) return;
+        if (first <= nlo && nhi <= last && hi_[pos_of_rank_[min_rank_[v]]] <= e) {
+            rank = min_rank_[v];
             return;
         }
-        int mid = (nlo + nhi) / 2;
-        int a = 2 * v, b = 2 * v + 1, alo = nlo, ahi = mid, blo = mid, bhi = nhi;
-        if (better_pos(best_[b], best_[a])) {  // explore the more promising child first
-            std::swap(a, b);
-            std::swap(alo, blo);
-            std::swap(ahi, bhi);
+        const int mid = (nlo + nhi) / 2;
+        if (min_rank_[2 * v] <= min_rank_[2 * v + 1]) {  // more promising child first
+            search(2 * v, nlo, mid, first, last, e, rank);
+            search(2 * v + 1, mid, nhi, first, last, e, rank);
+        } else {
+            search(2 * v + 1, mid, nhi, first, last, e, rank);
+            search(2 * v, nlo, mid, first, last, e, rank);
         }
-        search(a, alo, ahi, first, last, e, found);
-        search(b, blo, bhi, first, last, e, found);
     }
 
-    std::vector<int> ids_, hi_;
-    std::function<bool(int, int)> better_;
+    std::vector<int> hi_, pos_of_rank_;
     int leaves_ = 1;
-    std::vector<int> min_hi_, best_;
+    std::vector<int> min_hi_, min_rank_;
 };
 
 // ------------------------------------------------------------------ planner
 
-std::vector<int64_t> plan(const std::vector<Buffer>& buffers) {
-    const int n = int(buffers.size());
-    std::vector<int64_t> offsets(n, 0);
+// Buffers to pack (non-empty lifespan and size), ordered by lower, with their
+// lifespans as slot ranges [lo, hi) of compressed time.
+struct Instance {
+    std::vector<int> ids, lo, hi;
+    int slots = 0;
+};
 
-    // Buffers with an empty lifespan or size conflict with nothing: offset 0.
-    std::vector<int> todo;
-    for (int i = 0; i < n; ++i)
-        if (buffers[i].upper > buffers[i].lower && buffers[i].size > 0) todo.push_back(i);
-    if (todo.empty()) return offsets;
-
-    // Compress time: slot k is [times[k], times[k + 1]).
+Instance make_instance(const std::vector<Buffer>& buffers) {
+    Instance in;
+    for (int i = 0; i < int(buffers.size()); ++i)
+        if (buffers[i].upper > buffers[i].lower && buffers[i].size > 0) in.ids.push_back(i);
+    std::stable_sort(in.ids.begin(), in.ids.end(),
+                     [&](int a, int b) { return buffers[a].lower < buffers[b].lower; });
     std::vector<int64_t> times;
-    for (int i : todo) times.insert(times.end(), {buffers[i].lower, buffers[i].upper});
+    for (int i : in.ids) times.insert(times.end(), {buffers[i].lower, buffers[i].upper});
     std::sort(times.begin(), times.end());
     times.erase(std::unique(times.begin(), times.end()), times.end());
     auto slot = [&](int64_t t) { return int(std::lower_bound(times.begin(), times.end(), t) - times.begin()); };
-
-    std::stable_sort(todo.begin(), todo.end(),
-                     [&](int a, int b) { return buffers[a].lower < buffers[b].lower; });
-    std::vector<int> slot_lo, slot_hi;
-    for (int i : todo) {
-        slot_lo.push_back(slot(buffers[i].lower));
-        slot_hi.push_back(slot(buffers[i].upper));
+    for (int i : in.ids) {
+        in.lo.push_back(slot(buffers[i].lower));
+        in.hi.push_back(slot(buffers[i].upper));
     }
-    auto better = [&](int a, int b) {  // the best-fit rule of step 2
-        const Buffer &x = buffers[a], &y = buffers[b];
-        int64_t lx = x.upper - x.lower, ly = y.upper - y.lower;
-        if (lx != ly) return lx > ly;
-        if (x.size != y.size) return x.size > y.size;
-        return a < b;
-    };
-    Candidates candidates(todo, slot_hi, better);
-    Skyline skyline(int(times.size()) - 1);
+    in.slots = std::max(0, int(times.size()) - 1);  // slot k is [times[k], times[k + 1])
+    return in;
+}
 
-    for (size_t placed = 0; placed < todo.size();) {
-        Skyline::Segment seg = skyline.lowest();
+// Runs the skyline best-fit loop; rank_at_pos ranks the instance's buffers
+// under the fit rule. Writes offsets and returns the peak.
+int64_t skyline_best_fit(const std::vector<Buffer>& buffers, const Instance& in,
+                         const std::vector<int>& rank_at_pos, std::vector<int64_t>& offsets) {
+    Candidates candidates(rank_at_pos, in.hi);
+    Skyline skyline(in.slots);
+    int64_t peak = 0;
+    for (size_t placed = 0; placed < in.ids.size();) {
+        const Skyline::Segment seg = skyline.lowest();
         // Positions whose lower slot lies in [seg.start, seg.end).
-        int first = int(std::lower_bound(slot_lo.begin(), slot_lo.end(), seg.start) - slot_lo.begin());
-        int last = int(std::lower_bound(slot_lo.begin(), slot_lo.end(), seg.end) - slot_lo.begin());
-        int pos = candidates.best_in(first, last, seg.end);
+        const int first = int(std::lower_bound(in.lo.begin(), in.lo.end(), seg.start) - in.lo.begin());
+        const int last = int(std::lower_bound(in.lo.begin(), in.lo.end(), seg.end) - in.lo.begin());
+        const int pos = candidates.best_in(first, last, seg.end);
         if (pos < 0) {
             if (!skyline.lift_lowest()) die("internal error: no buffer fits the whole timeline");
             continue;
         }
-        int i = candidates.id_at(pos);
-        offsets[i] = align_up(seg.height, buffers[i].align);
-        skyline.raise(slot_lo[pos], slot_hi[pos], offsets[i] + buffers[i].size);
+        const Buffer& b = buffers[in.ids[pos]];
+        const int64_t offset = align_up(seg.height, b.align);
+        offsets[in.ids[pos]] = offset;
+        skyline.raise(in.lo[pos], in.hi[pos], offset + b.size);
+        peak = std::max(peak, offset + b.size);
         candidates.erase(pos);
         ++placed;
     }
-    return offsets;
+    return peak;
+}
+
+// Ranks positions by a fit rule given as a "key tuple" function: a smaller
+// key is a better fit; ties go to the earlier file row.
+template <class Key>
+std::vector<int> rank_by(const std::vector<Buffer>& buffers, const Instance& in, Key key) {
+    std::vector<int> by_fit(in.ids.size());
+    for (size_t p = 0; p < by_fit.size(); ++p) by_fit[p] = int(p);
+    std::sort(by_fit.begin(), by_fit.end(), [&](int p, int q) {
+        auto kp = key(buffers[in.ids[p]]), kq = key(buffers[in.ids[q]]);
+        return kp != kq ? kp < kq : in.ids[p] < in.ids[q];
+    });
+    std::vector<int> rank(by_fit.size());
+    for (size_t r = 0; r < by_fit.size(); ++r) rank[by_fit[r]] = int(r);
+    return rank;
+}
+
+std::vector<int64_t> plan(const std::vector<Buffer>& buffers) {
+    // Buffers with an empty lifespan or size conflict with nothing: offset 0.
+    std::vector<int64_t> best(buffers.size(), 0);
+    const Instance in = make_instance(buffers);
+    if (in.ids.empty()) return best;
+
+    // Fit rules of step 2, each a key where smaller is better.
+    auto life = [](const Buffer& b) { return b.upper - b.lower; };
+    std::vector<std::vector<int>> rules = {
+        rank_by(buffers, in, [&](const Buffer& b) { return std::pair(-life(b), -b.size); }),
+        rank_by(buffers, in, [&](const Buffer& b) { return -static_cast<__int128>(life(b)) * b.size; }),
+        rank_by(buffers, in, [&](const Buffer& b) { return std::pair(-b.size, -life(b)); }),
+    };
+    int64_t best_peak = std::numeric_limits<int64_t>::max();
+    std::vector<int64_t> offsets(buffers.size(), 0);
+    for (const auto& rank : rules) {
+        const int64_t peak = skyline_best_fit(buffers, in, rank, offsets);
+        if (peak < best_peak) {
+            best_peak = peak;
+            best = offsets;
+        }
+    }
+    return best;
 }
 
 }  // namespace

@@ -7,19 +7,19 @@
 // intersects its own (first fit from the bottom).
 //
 // To stay fast on hundreds of thousands of buffers, the placed buffers that
-// intersect a new buffer in time are found with a segment tree over
-// compressed time: a placed buffer is stored at the O(log m) canonical nodes
-// covering its lifespan, and every node also counts the buffers stored in its
-// subtree. A query visits only nodes that intersect the new lifespan and have
-// a non-empty subtree, so its cost is O((k + 1) log m) for k reported buffers.
-// Those k buffers are then sorted by offset and scanned for the first gap.
+// meet a new lifespan are not found by scanning all placed buffers but with
+// PlacedSet (a stabbing segment tree plus a bitset over buffers ordered by
+// lower; see there), which reports each of the k of them once in
+// O(log m + k + n / 64) time, worst case. Their address ranges are then
+// consumed in offset order from a heap until the first gap that fits, so the
+// total cost is O(n log n) plus O(k log k) per buffer, i.e. bounded by the
+// number of intersecting pairs (at most n * live).
 //
 // Build: g++ -O2 -std=c++20 -o planner greedy_size.cpp
 #include <algorithm>
 #include <bit>
 #include <charconv>
 #include <cstdint>
-#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <functional>
@@ -50,19 +50,23 @@ std::string trim(std::string_view s) {
     return std::string(s);
 }
 
+// Splits a CSV line on commas; fields are kept verbatim (ids are copied
+// through unchanged), numbers and header names are trimmed where used.
 std::vector<std::string> split_commas(std::string_view line) {
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
     std::vector<std::string> out;
     size_t start = 0;
     for (size_t i = 0; i <= line.size(); ++i) {
         if (i == line.size() || line[i] == ',') {
-            out.push_back(trim(line.substr(start, i - start)));
+            out.emplace_back(line.substr(start, i - start));
             start = i + 1;
         }
     }
     return out;
 }
 
-int64_t parse_int(const std::string& s) {
+int64_t parse_int(const std::string& field) {
+    const std::string s = trim(field);
     int64_t v = 0;
     auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
     if (ec != std::errc() || ptr != s.data() + s.size()) die("bad integer '" + s + "'");
@@ -76,6 +80,7 @@ std::vector<Buffer> read_buffers(const std::string& path) {
     std::string line;
     if (!std::getline(in, line)) die("empty " + path);
     auto header = split_commas(line);
+    for (auto& name : header) name = trim(name);
     auto column = [&](const std::string& name) -> int {
         auto it = std::find(header.begin(), header.end(), name);
         return it == header.end() ? -1 : int(it - header.begin());
@@ -93,7 +98,7 @@ std::vector<Buffer> read_buffers(const std::string& path) {
         b.lower = parse_int(f[c_lo]);
         b.upper = parse_int(f[c_up]);
         b.size = parse_int(f[c_size]);
-        if (c_align >= 0 && c_align < int(f.size()) && !f[c_align].empty())
+        if (c_align >= 0 && c_align < int(f.size()) && !trim(f[c_align]).empty())
             b.align = std::max<int64_t>(1, parse_int(f[c_align]));
         buffers.push_back(std::move(b));
     }

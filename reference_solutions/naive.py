@@ -19,7 +19,9 @@ import sys
 
 
 def read_buffers(path):
-    """Return a list of (id, lower, upper, size, alignment) in file order."""
+    """Return a list of (id, lower, upper, size, alignment) in file order.
+
+    Ids are kept verbatim; int() already ignores spaces around numbers."""
     with open(path, newline="") as f:
         rows = csv.reader(f)
         header = [name.strip() for name in next(rows)]
@@ -32,7 +34,7 @@ def read_buffers(path):
             align = 1
             if has_align and row[col["alignment"]].strip():
                 align = max(1, int(row[col["alignment"]]))
-            buffers.append((row[col["id"]].strip(), int(row[col["lower"]]),
+            buffers.append((row[col["id"]], int(row[col["lower"]]),
                             int(row[col["upper"]]), int(row[col["size"]]), align))
     return buffers
 
