@@ -13,6 +13,7 @@ Live buffers are kept sorted by offset (disjoint, so the last one is the top);
 an expiry heap on upper removes the dead ones. O(n log n) plus a scan of the
 live buffers for each first-fit fallback.
 """
+
 import bisect
 import csv
 import heapq
@@ -37,8 +38,15 @@ def read_buffers(path):
             align = 1
             if has_align and row[col["alignment"]].strip():
                 align = max(1, int(row[col["alignment"]]))
-            buffers.append((row[col["id"]], int(row[col["lower"]]),
-                            int(row[col["upper"]]), int(row[col["size"]]), align))
+            buffers.append(
+                (
+                    row[col["id"]],
+                    int(row[col["lower"]]),
+                    int(row[col["upper"]]),
+                    int(row[col["size"]]),
+                    align,
+                )
+            )
     return buffers
 
 
@@ -72,7 +80,7 @@ def plan(buffers, capacity):
 def first_fit(starts, ends, size, align, capacity, fallback):
     """Lowest aligned offset in a hole between live buffers, else `fallback`."""
     low = 0
-    for start, end in zip(starts, ends):
+    for start, end in zip(starts, ends, strict=True):
         cand = align_up(low, align)
         if cand + size <= start:
             return cand
@@ -84,7 +92,7 @@ def first_fit(starts, ends, size, align, capacity, fallback):
 def write_plan(path, buffers, offsets):
     with open(path, "w", newline="") as f:
         f.write("id,offset\n")
-        f.writelines(f"{b[0]},{o}\n" for b, o in zip(buffers, offsets))
+        f.writelines(f"{b[0]},{o}\n" for b, o in zip(buffers, offsets, strict=True))
 
 
 def main():
