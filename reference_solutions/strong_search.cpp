@@ -6,13 +6,15 @@
 // writes $MEMORACE_OUT_DIR/plan.csv with header "id,offset".
 //
 // Pipeline
-//   1. Greedy seeds.  Several orderings (size, live total, area, lifespan),
-//      each placing buffers one by one at the lowest (first fit) or tightest
-//      (best fit) address gap that is free over the buffer's whole lifespan.
-//      Time-overlapping placed buffers are found with a segment tree over
-//      compressed time, so one run costs about O(n * live * log n), never an
-//      all-pairs scan.  The best seed is written to plan.csv at once, so a
-//      plan exists even if something later runs long.
+//   1. Greedy seeds.  A sweep allocator (replays the lifespans in time order
+//      with a best-fit free list; O(n log n) whatever the overlap, so a plan
+//      always exists), then several orderings (size, live total, area,
+//      lifespan) with three placement rules: first fit and best fit (lowest /
+//      tightest address gap free over the whole lifespan) and a "floor dive"
+//      (the canonical search's first path, without backtracking).  Overlaps
+//      come from a segment tree over compressed time, so a run costs about
+//      O(n * live * log n), never an all-pairs scan.  The best seed is
+//      written to plan.csv at once.
 //   2. Canonical search in the style of MiniMalloc (Moffitt, ASPLOS 2023),
 //      asked "can everything be placed under height T?":
 //        - offsets are assigned in non-decreasing order, every buffer at its
@@ -20,10 +22,10 @@
 //          in time); ties are ordered by a static preorder rank, so each
 //          settled solution is reached exactly once;
 //        - children are tried by (floor, preorder rank); three preorders are
-//          run round robin with node budgets that double (restarts);
-//        - section inference: for every time section (maximal set of buffers
-//          live together), max(min unplaced floor, current offset) + unplaced
-//          size in the section must fit under T;
+//          run round robin with placement budgets that double (restarts);
+//        - section inference: in every time section (maximal set of buffers
+//          live together) the unplaced buffers stack above both the section
+//          floor and the current offset, so floor + unplaced size <= T;
 //        - dominance: a buffer may not be placed at or above the lowest
 //          possible top (floor + size) of another unplaced buffer, since that
 //          buffer would then fit entirely in the gap below;
@@ -31,21 +33,31 @@
 //          the two sides are solved independently (failure of one side fails
 //          the node without re-enumerating the other side).
 //      First T = capacity (only if the seed does not fit), then T is tightened
-//      from the lower bound upwards by a budgeted binary search, until peak ==
-//      lower bound or the deadline (min(0.8 * time_limit_s, 55 s)).
-//   3. The best plan found is validated and written.
+//      by rounds of growing budget: the lower bound first, then a binary
+//      search between it and the current peak, until peak == lower bound or
+//      the deadline (min(0.8 * time_limit_s, 55 s) from program start).
+//   3. Iterated greedy with the time left (large cases): the best seed's
+//      order is perturbed by moving a buffer that touches the peak earlier.
+//   4. The best plan is written (a search plan only after validation).
+//
+// Set STRONG_SEARCH_VERBOSE=1 for progress lines on stderr.
 
 #include <pthread.h>
 
 #include <algorithm>
 #include <chrono>
+#include <cctype>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <limits>
+#include <map>
 #include <numeric>
+#include <queue>
+#include <random>
+#include <set>
 #include <sstream>
 #include <string>
 #include <string_view>
@@ -72,6 +84,25 @@ double elapsedSeconds() {
 struct Deadline {
   double at = 0;  // seconds since program start
   bool passed() const { return elapsedSeconds() >= at; }
+};
+
+// Reads the clock only every so many units of work, so that loops whose
+// steps vary wildly in cost (queries over thousands of live buffers) still
+// notice the deadline promptly without paying for a clock read per step.
+class DeadlinePacer {
+ public:
+  explicit DeadlinePacer(const Deadline& deadline) : deadline_(deadline) {}
+  bool passed(i64 work) {
+    done_ += work;
+    if (done_ < nextCheck_) return false;
+    nextCheck_ = done_ + kWorkPerCheck;
+    return deadline_.passed();
+  }
+
+ private:
+  static constexpr i64 kWorkPerCheck = 1 << 18;
+  const Deadline& deadline_;
+  i64 done_ = 0, nextCheck_ = 0;
 };
 
 // ---------------------------------------------------------------------------
@@ -111,13 +142,14 @@ const char* jsonValue(const std::string& json, const std::string& key) {
 CaseInfo parseCase(const std::string& json) {
   CaseInfo info;
   // Integers are parsed exactly (capacities may pass 2^53).
-  if (const char* p = jsonValue(json, "capacity"); p && (*p == '-' || isdigit(*p))) {
+  // A missing or null capacity leaves the default.
+  if (const char* p = jsonValue(json, "capacity"); p && std::isdigit((unsigned char)*p)) {
     char* end = nullptr;
     i64 v = std::strtoll(p, &end, 10);
     if (*end == '.' || *end == 'e' || *end == 'E') v = (i64)std::strtod(p, nullptr);
-    if (v > 0) info.capacity = v;
+    info.capacity = v;
   }
-  if (const char* p = jsonValue(json, "time_limit_s"); p && (*p == '-' || isdigit(*p))) {
+  if (const char* p = jsonValue(json, "time_limit_s"); p && std::isdigit((unsigned char)*p)) {
     double v = std::strtod(p, nullptr);
     if (v > 0) info.timeLimit = v;
   }
@@ -175,6 +207,8 @@ std::vector<Buffer> parseBuffers(const std::string& text) {
       }
       continue;
     }
+    int needed = std::max(std::max(col[0], col[1]), std::max(col[2], col[3]));
+    if ((int)fields.size() <= needed) continue;  // malformed row
     Buffer b;
     b.id = std::string(fields[col[0]]);
     b.lower = parseInt(fields[col[1]]);
@@ -187,11 +221,14 @@ std::vector<Buffer> parseBuffers(const std::string& text) {
   return buffers;
 }
 
+// Internally buffers are numbered by start time (overlapping buffers then
+// sit close in memory); `byRow[r]` is the internal index of input row r, so
+// plan.csv lists the buffers in input order.
 void writePlan(const std::string& path, const std::vector<Buffer>& buffers,
-               const std::vector<i64>& offsets) {
+               const std::vector<int>& byRow, const std::vector<i64>& offsets) {
   std::string out = "id,offset\n";
   out.reserve(buffers.size() * 24 + 16);
-  for (size_t i = 0; i < buffers.size(); ++i) {
+  for (int i : byRow) {
     out += buffers[i].id;
     out += ',';
     out += std::to_string(offsets[i]);
@@ -207,7 +244,7 @@ void writePlan(const std::string& path, const std::vector<Buffer>& buffers,
 const bool kVerbose = std::getenv("STRONG_SEARCH_VERBOSE") != nullptr;
 
 template <class... Args>
-void logf(const char* fmt, Args... args) {
+void logLine(const char* fmt, Args... args) {
   if (!kVerbose) return;
   std::fprintf(stderr, "[%7.3fs] ", elapsedSeconds());
   std::fprintf(stderr, fmt, args...);
@@ -296,6 +333,14 @@ class OverlapIndex {
     queryAt(1, 0, width_, l, r, visit);
   }
 
+  // Like query(), but `keep(id)` returning false unlinks that entry from the
+  // list it was found in, so that buffers no longer of interest stop
+  // costing time in later queries.
+  template <class Keep>
+  void queryAndPrune(int l, int r, Keep&& keep) {
+    pruneAt(1, 0, width_, l, r, keep);
+  }
+
  private:
   void push(std::vector<int>& head, int node, int id) {
     pool_.push_back({id, head[node]});
@@ -330,6 +375,29 @@ class OverlapIndex {
     int mid = (nl + nr) / 2;
     queryAt(2 * node, nl, mid, l, r, visit);
     queryAt(2 * node + 1, mid, nr, l, r, visit);
+  }
+
+  template <class Keep>
+  void pruneList(int& head, Keep& keep) {
+    int* link = &head;
+    while (*link >= 0) {
+      Entry& e = pool_[*link];
+      if (keep(e.id)) link = &e.next;
+      else *link = e.next;
+    }
+  }
+
+  template <class Keep>
+  void pruneAt(int node, int nl, int nr, int l, int r, Keep& keep) {
+    if (r <= nl || nr <= l) return;
+    pruneList(cover_[node], keep);
+    if (l <= nl && nr <= r) {
+      pruneList(partial_[node], keep);
+      return;
+    }
+    int mid = (nl + nr) / 2;
+    pruneAt(2 * node, nl, mid, l, r, keep);
+    pruneAt(2 * node + 1, mid, nr, l, r, keep);
   }
 
   struct Entry {
@@ -374,20 +442,20 @@ struct Plan {
 
 // Places buffers in `order`, each at the lowest gap (first fit) or at the
 // gap that leaves least slack (best fit) among the time-overlapping buffers
-// placed so far.  Returns an empty plan if the deadline passes mid-way
-// (unless `mustFinish`, used for the first seed so that some plan exists).
+// placed so far.  Returns an empty plan if the deadline passes mid-way.
 Plan greedyPlace(const std::vector<Buffer>& buffers, const SlotMap& slots,
-                 const std::vector<int>& order, bool bestFit,
-                 const Deadline& deadline, bool mustFinish) {
+                 const std::vector<int>& order, bool bestFit, const Deadline& deadline) {
   const int n = (int)buffers.size();
   Plan plan;
   plan.offsets.assign(n, 0);
   plan.peak = 0;
   OverlapIndex index(slots.numSlots);
   std::vector<int> stamp(n, -1);
+  std::vector<i64> tops(n, 0);            // offset + size, once placed
   std::vector<std::pair<i64, i64>> busy;  // (offset, top) of overlapping buffers
+  DeadlinePacer pacer(deadline);
   for (int k = 0; k < n; ++k) {
-    if (!mustFinish && (k & 1023) == 0 && deadline.passed()) return {};
+    if (pacer.passed(1 + (i64)busy.size())) return {};
     const int b = order[k];
     const Buffer& buf = buffers[b];
     if (isTrivial(buf)) {
@@ -398,7 +466,7 @@ Plan greedyPlace(const std::vector<Buffer>& buffers, const SlotMap& slots,
     index.query(slots.lo[b], slots.hi[b], [&](int j) {
       if (stamp[j] == k) return;
       stamp[j] = k;
-      busy.push_back({plan.offsets[j], plan.offsets[j] + buffers[j].size});
+      busy.push_back({plan.offsets[j], tops[j]});
     });
     std::sort(busy.begin(), busy.end());
     i64 pos = 0, chosen = -1, slack = kInf;
@@ -417,7 +485,8 @@ Plan greedyPlace(const std::vector<Buffer>& buffers, const SlotMap& slots,
     }
     if (chosen < 0) chosen = pos;  // on top of everything
     plan.offsets[b] = chosen;
-    plan.peak = std::max(plan.peak, chosen + buf.size);
+    tops[b] = chosen + buf.size;
+    plan.peak = std::max(plan.peak, tops[b]);
     index.insert(b, slots.lo[b], slots.hi[b]);
   }
   return plan;
@@ -481,22 +550,259 @@ std::vector<std::vector<int>> greedyOrders(const std::vector<Buffer>& buffers,
   return orders;
 }
 
-// Runs the seeds (first fit, then best fit) and keeps the lowest peak.
-Plan bestGreedy(const std::vector<Buffer>& buffers, const SlotMap& slots,
-                const Deadline& deadline) {
-  const std::vector<i64> totals = liveTotals(buffers, slots);
-  const auto orders = greedyOrders(buffers, totals);
-  Plan best;
-  for (int bestFit = 0; bestFit < 2; ++bestFit) {
-    for (const auto& order : orders) {
-      const bool first = best.offsets.empty();
-      if (!first && deadline.passed()) return best;
-      Plan plan = greedyPlace(buffers, slots, order, bestFit != 0, deadline, first);
-      if (!plan.offsets.empty() && plan.peak < best.peak) best = std::move(plan);
+// An online allocator replayed over time: buffers are taken in order of
+// start time (larger first at a tie) and given the best-fitting free block at
+// that moment; blocks are freed when their lifespan ends.  O(n log n) and
+// independent of how many buffers are live at once, so it is the seed that
+// always finishes, however large the case.
+class SweepAllocator {
+ public:
+  // Returns an offset for `size` bytes aligned to `align`.
+  i64 allocate(i64 size, i64 align) {
+    auto it = bySize_.lower_bound({size, -1});
+    for (int tries = 0; it != bySize_.end() && tries < 8; ++it, ++tries) {
+      const auto [blockSize, start] = *it;
+      const i64 at = alignUp(start, align);
+      if (at + size <= start + blockSize) return take(start, blockSize, at, size);
     }
+    // Nothing fits below the high-water mark: extend it, reusing the free
+    // block that touches it if there is one.
+    i64 start = top_;
+    if (!byAddr_.empty()) {
+      const auto last = std::prev(byAddr_.end());
+      if (last->first + last->second == top_) start = last->first;
+    }
+    const i64 at = alignUp(start, align);
+    if (start < top_) eraseBlock(start, top_ - start);
+    if (at > start) addBlock(start, at - start);
+    top_ = std::max(top_, at + size);
+    return at;
   }
-  return best;
+
+  void release(i64 offset, i64 size) {
+    i64 start = offset, end = offset + size;
+    auto next = byAddr_.lower_bound(start);
+    if (next != byAddr_.end() && next->first == end) {  // merge with the block above
+      end += next->second;
+      eraseBlock(next->first, next->second);
+    }
+    next = byAddr_.lower_bound(start);
+    if (next != byAddr_.begin()) {
+      const auto prev = std::prev(next);
+      if (prev->first + prev->second == start) {  // merge with the block below
+        start = prev->first;
+        eraseBlock(prev->first, prev->second);
+      }
+    }
+    addBlock(start, end - start);
+  }
+
+ private:
+  i64 take(i64 start, i64 blockSize, i64 at, i64 size) {
+    eraseBlock(start, blockSize);
+    if (at > start) addBlock(start, at - start);
+    if (at + size < start + blockSize) addBlock(at + size, start + blockSize - at - size);
+    return at;
+  }
+  void addBlock(i64 start, i64 size) {
+    byAddr_[start] = size;
+    bySize_.insert({size, start});
+  }
+  void eraseBlock(i64 start, i64 size) {
+    byAddr_.erase(start);
+    bySize_.erase({size, start});
+  }
+
+  i64 top_ = 0;                                // everything above is free
+  std::map<i64, i64> byAddr_;                   // free blocks below top_
+  std::set<std::pair<i64, i64>> bySize_;        // (size, start), best fit
+};
+
+Plan sweepAllocate(const std::vector<Buffer>& buffers) {
+  const int n = (int)buffers.size();
+  Plan plan;
+  plan.offsets.assign(n, 0);
+  plan.peak = 0;
+  std::vector<int> order;
+  for (int i = 0; i < n; ++i) {
+    if (!isTrivial(buffers[i])) order.push_back(i);
+    else plan.peak = std::max(plan.peak, std::max<i64>(buffers[i].size, 0));
+  }
+  std::sort(order.begin(), order.end(), [&](int a, int b) {
+    if (buffers[a].lower != buffers[b].lower) return buffers[a].lower < buffers[b].lower;
+    return buffers[a].size > buffers[b].size;
+  });
+  SweepAllocator heap;
+  using End = std::pair<i64, int>;  // (upper, buffer): min-heap of live buffers
+  std::priority_queue<End, std::vector<End>, std::greater<>> live;
+  for (int b : order) {
+    while (!live.empty() && live.top().first <= buffers[b].lower) {  // half-open
+      const int gone = live.top().second;
+      live.pop();
+      heap.release(plan.offsets[gone], buffers[gone].size);
+    }
+    plan.offsets[b] = heap.allocate(buffers[b].size, buffers[b].align);
+    plan.peak = std::max(plan.peak, plan.offsets[b] + buffers[b].size);
+    live.push({buffers[b].upper, b});
+  }
+  return plan;
 }
+
+// A canonical dive without backtracking: repeatedly places the unplaced
+// buffer with the lowest floor (ties: earlier in `order`) at that floor,
+// then raises the floors of the buffers it overlaps.  This is the first
+// path the canonical search would take; it packs tightly when lifespans
+// nest.  Heap keys may be stale (floors only rise), so a popped entry whose
+// key is out of date is pushed back with its current floor.
+Plan floorDive(const std::vector<Buffer>& buffers, const SlotMap& slots,
+               const std::vector<int>& order, const Deadline& deadline) {
+  const int n = (int)buffers.size();
+  Plan plan;
+  plan.offsets.assign(n, 0);
+  plan.peak = 0;
+  OverlapIndex index(slots.numSlots);
+  std::vector<i64> floor(n, 0);
+  std::vector<char> placed(n, 0);
+  using Key = std::pair<i64, int>;  // (floor, position in order)
+  std::vector<Key> heap;
+  for (int k = 0; k < n; ++k) {
+    const int b = order[k];
+    if (isTrivial(buffers[b])) {
+      plan.peak = std::max(plan.peak, std::max<i64>(buffers[b].size, 0));
+      continue;
+    }
+    heap.push_back({0, k});
+  }
+  // Inserted in id (= start time) order, so list entries of buffers that are
+  // close in time are close in memory.
+  for (int b = 0; b < n; ++b)
+    if (!isTrivial(buffers[b])) index.insert(b, slots.lo[b], slots.hi[b]);
+  std::make_heap(heap.begin(), heap.end(), std::greater<>());
+  DeadlinePacer pacer(deadline);
+  i64 visited = 0;
+  while (!heap.empty()) {
+    if (pacer.passed(1 + visited)) return {};
+    visited = 0;
+    std::pop_heap(heap.begin(), heap.end(), std::greater<>());
+    const auto [key, k] = heap.back();
+    heap.pop_back();
+    const int b = order[k];
+    if (key != floor[b]) {  // stale: reinsert with the current floor
+      heap.push_back({floor[b], k});
+      std::push_heap(heap.begin(), heap.end(), std::greater<>());
+      continue;
+    }
+    placed[b] = 1;
+    plan.offsets[b] = floor[b];
+    const i64 top = floor[b] + buffers[b].size;
+    plan.peak = std::max(plan.peak, top);
+    index.queryAndPrune(slots.lo[b], slots.hi[b], [&](int j) {
+      ++visited;
+      if (placed[j]) return false;  // placed buffers need no more raising
+      if (floor[j] < top) floor[j] = alignUp(top, buffers[j].align);
+      return true;
+    });
+  }
+  return plan;
+}
+
+// The greedy portfolio: seeds first, then (when time is left over) an
+// iterated greedy that perturbs the best seed's order and keeps changes that
+// do not raise the peak.
+class GreedyPortfolio {
+ public:
+  GreedyPortfolio(const std::vector<Buffer>& buffers, const SlotMap& slots)
+      : buffers_(buffers), slots_(slots),
+        orders_(greedyOrders(buffers, liveTotals(buffers, slots))) {}
+
+  // Runs the seeds, most promising first, and keeps the lowest peak.  The
+  // sweep allocator always runs to completion so that a plan exists; the
+  // others give up when `deadline` passes, except greedy by size (the usual
+  // baseline, which the result should never lose to): it may run on until
+  // `lastDeadline`.
+  Plan seed(i64 lowerBound, const Deadline& deadline, const Deadline& lastDeadline) {
+    // orders_: 0 size, 1 live total, 2 area, 3 lifespan
+    const std::pair<Kind, int> seeds[] = {
+        {kFirstFit, 0},  {kFloorDive, 2}, {kFloorDive, 1}, {kFloorDive, 0},
+        {kFloorDive, 3}, {kBestFit, 0},   {kFirstFit, 3},  {kBestFit, 1},
+        {kFirstFit, 2},  {kBestFit, 3},   {kFirstFit, 1},  {kBestFit, 2}};
+    Plan best = sweepAllocate(buffers_);
+    logLine("greedy sweep allocator: peak %lld", best.peak);
+    for (const auto& [kind, o] : seeds) {
+      const bool baseline = kind == kFirstFit && o == 0;
+      const Deadline& until = baseline ? lastDeadline : deadline;
+      if (best.peak <= lowerBound || until.passed()) break;
+      Plan plan = run(kind, orders_[o], until);
+      logLine("greedy %s, order %d: peak %lld", kNames[kind], o,
+           plan.offsets.empty() ? -1LL : plan.peak);
+      if (!plan.offsets.empty() && plan.peak < best.peak) {
+        best = std::move(plan);
+        bestKind_ = kind;
+        bestOrder_ = o;
+        bestSeedPeak_ = best.peak;
+        bestSeedOffsets_ = best.offsets;
+      }
+    }
+    return best;
+  }
+
+  // Iterated greedy: a buffer that reaches the incumbent's peak is moved
+  // earlier in the order (to a random earlier position), so it gets a lower
+  // spot next time.  A trial replaces the incumbent when its peak is no
+  // higher (equal peaks let the order drift across plateaus).
+  void perturb(Plan& best, i64 lowerBound, const Deadline& deadline) {
+    if (bestOrder_ < 0) return;  // the sweep allocator won: nothing to perturb
+    std::vector<int> order = orders_[bestOrder_];
+    Plan incumbent;  // the plan of `order` under bestKind_
+    incumbent.peak = bestSeedPeak_;
+    incumbent.offsets = bestSeedOffsets_;
+    std::mt19937_64 rng(0x5eed);
+    const int n = (int)order.size();
+    std::vector<int> position(n), critical;
+    int trials = 0;
+    while (best.peak > lowerBound && !deadline.passed()) {
+      critical.clear();
+      for (int k = 1; k < n; ++k) {  // (the first one cannot move earlier)
+        const int b = order[k];
+        position[b] = k;
+        if (incumbent.offsets[b] + buffers_[b].size == incumbent.peak) critical.push_back(b);
+      }
+      if (critical.empty()) break;
+      const int b = critical[rng() % critical.size()];
+      const int from = position[b];
+      const int to = (int)(rng() % from);
+      std::vector<int> trial = order;
+      std::rotate(trial.begin() + to, trial.begin() + from, trial.begin() + from + 1);
+      Plan plan = run(bestKind_, trial, deadline);
+      ++trials;
+      if (plan.offsets.empty() || plan.peak > incumbent.peak) continue;
+      order = std::move(trial);
+      if (plan.peak < best.peak) {
+        logLine("perturbation %d: peak %lld", trials, plan.peak);
+        best = plan;
+      }
+      incumbent = std::move(plan);
+    }
+    logLine("perturbation: %d trials", trials);
+  }
+
+ private:
+  enum Kind { kFirstFit, kBestFit, kFloorDive };
+  static constexpr const char* kNames[] = {"first-fit", "best-fit", "floor-dive"};
+
+  Plan run(Kind kind, const std::vector<int>& order, const Deadline& deadline) const {
+    if (kind == kFloorDive) return floorDive(buffers_, slots_, order, deadline);
+    return greedyPlace(buffers_, slots_, order, kind == kBestFit, deadline);
+  }
+
+  const std::vector<Buffer>& buffers_;
+  const SlotMap& slots_;
+  std::vector<std::vector<int>> orders_;
+  Kind bestKind_ = kFirstFit;
+  int bestOrder_ = -1;
+  i64 bestSeedPeak_ = kInf;
+  std::vector<i64> bestSeedOffsets_;
+};
 
 // ---------------------------------------------------------------------------
 // Canonical search
@@ -511,6 +817,13 @@ class CanonicalSearch {
  public:
   enum class Result { kFound, kInfeasible, kAborted };
   static constexpr int kHeuristics = 3;
+  // Work bound below which exact section floors are maintained.
+  static constexpr i64 kMaxExactFloorWork = 200'000'000;
+  // Bounds the candidate stack (children of every node on the current path);
+  // past it a node keeps only its first kMinChildren children, and a search
+  // that had to drop some proves nothing.
+  static constexpr size_t kMaxChildStack = size_t(1) << 24;
+  static constexpr size_t kMinChildren = 64;
 
   // A set of unplaced buffers that share no time section with any other
   // unplaced buffer outside it; sections [lo, hi) are all it touches.
@@ -532,7 +845,17 @@ class CanonicalSearch {
     floor_.assign(n_, 0);
     sol_.assign(n_, 0);
     secFloor_.assign(numSections_, 0);
-    secStamp_.assign(numSections_, 0);
+    secAtFloor_.assign(numSections_, 0);
+    secSaved_.assign(numSections_, 0);
+    for (int sec = 0; sec < numSections_; ++sec)
+      secAtFloor_[sec] = (int)(secStart_[sec + 1] - secStart_[sec]);
+    // Exact section floors cost up to sum(degree * span) per descent.
+    i64 exactWork = 0;
+    for (int b = 0; b < n_; ++b)
+      exactWork += (adjStart_[b + 1] - adjStart_[b]) * (i64)(secHi_[b] - secLo_[b]);
+    exactFloors_ = exactWork <= kMaxExactFloorWork;
+    logLine("search: %d sections, exact floors %s (work %lld)", numSections_,
+            exactFloors_ ? "on" : "off", exactWork);
     buildPartitions();
     buildPreorders();
     return true;
@@ -543,14 +866,17 @@ class CanonicalSearch {
   i64 solutionOffset(int b) const { return sol_[b]; }
 
   // Tries to place every buffer of top-level part `p` under `target`, with
-  // preorder `heuristic`, visiting at most `nodeBudget` nodes.
+  // preorder `heuristic`, making at most `nodeBudget` placements.  kFound
+  // leaves the offsets in solutionOffset(); kInfeasible is a proof.
   Result solve(int p, i64 target, int heuristic, i64 nodeBudget,
                const Deadline& deadline) {
     target_ = target;
     rank_ = &ranks_[heuristic];
     nodesLeft_ = nodeBudget;
     deadline_ = &deadline;
-    return dfs(parts_[p], 0, -1);
+    truncated_ = false;
+    Result r = dfs(parts_[p], 0, -1);
+    return r == Result::kInfeasible && truncated_ ? Result::kAborted : r;
   }
 
  private:
@@ -734,53 +1060,75 @@ class CanonicalSearch {
     size_t floors, sections;
   };
 
-  // Puts b at its floor: lowers section totals, raises the floors of
-  // overlapping unplaced buffers, and refreshes the section floors (min floor
-  // of the unplaced members) of every section those buffers touch.
+  // Puts b at its floor: lowers section totals and raises the floors of
+  // overlapping unplaced buffers.  Section floors are kept one of two ways:
+  //  - exact (MiniMalloc's "unallocated floor"): the min floor of the
+  //    section's unplaced members.  Each section counts the members at its
+  //    floor and is rescanned only when the last of them leaves, but every
+  //    raised buffer still visits all its sections, so this is used only
+  //    when that total work is small (see build());
+  //  - cheap: the highest top of a placed member, O(b's sections).
   Mark place(int b) {
     Mark mark{floorTrail_.size(), secTrail_.size()};
+    ++placeStamp_;
     const i64 top = floor_[b] + buf_[b].size;
     off_[b] = floor_[b];
     sol_[b] = off_[b];  // last write on the success path wins
-    ++stampNow_;
     for (int s = secLo_[b]; s < secHi_[b]; ++s) {
       secTotal_[s] -= buf_[b].size;
-      touch(s);
+      if (exactFloors_) {
+        if (secFloor_[s] == off_[b]) leaveFloor(s);
+      } else if (secFloor_[s] < top) {
+        saveSection(s);
+        secFloor_[s] = top;
+      }
     }
     for (i64 e = adjStart_[b]; e < adjStart_[b + 1]; ++e) {
       const int o = adj_[e];
       if (off_[o] >= 0) continue;
       const i64 raised = alignUp(top, buf_[o].align);
-      if (floor_[o] >= raised) continue;
-      floorTrail_.push_back({o, floor_[o]});
+      const i64 old = floor_[o];
+      if (old >= raised) continue;
+      floorTrail_.push_back({o, old});
       floor_[o] = raised;
-      for (int s = secLo_[o]; s < secHi_[o]; ++s) touch(s);
+      if (!exactFloors_) continue;
+      for (int s = secLo_[o]; s < secHi_[o]; ++s)
+        if (secFloor_[s] == old) leaveFloor(s);
     }
-    for (int s : touched_) refreshSectionFloor(s);
-    touched_.clear();
     return mark;
   }
 
-  void touch(int s) {
-    if (secStamp_[s] == stampNow_) return;
-    secStamp_[s] = stampNow_;
-    touched_.push_back(s);
+  // Saves section s for undo, once per placement.
+  void saveSection(int s) {
+    if (secSaved_[s] == placeStamp_) return;
+    secSaved_[s] = placeStamp_;
+    secTrail_.push_back({s, secAtFloor_[s], secFloor_[s]});
   }
 
-  void refreshSectionFloor(int s) {
+  // A member at section s's floor was placed or raised.
+  void leaveFloor(int s) {
+    saveSection(s);
+    if (--secAtFloor_[s] > 0) return;
     i64 low = kInf;
+    int count = 0;
     for (i64 e = secStart_[s]; e < secStart_[s + 1]; ++e) {
       const int m = secMembers_[e];
-      if (off_[m] < 0) low = std::min(low, floor_[m]);
+      if (off_[m] >= 0) continue;
+      if (floor_[m] < low) {
+        low = floor_[m];
+        count = 0;
+      }
+      if (floor_[m] == low) ++count;
     }
-    if (low == secFloor_[s]) return;
-    secTrail_.push_back({s, secFloor_[s]});
     secFloor_[s] = low;
+    secAtFloor_[s] = count;
   }
 
   void unplace(int b, const Mark& mark) {
     while (secTrail_.size() > mark.sections) {
-      secFloor_[secTrail_.back().first] = secTrail_.back().second;
+      const SectionChange& c = secTrail_.back();
+      secFloor_[c.section] = c.floor;
+      secAtFloor_[c.section] = c.atFloor;
       secTrail_.pop_back();
     }
     while (floorTrail_.size() > mark.floors) {
@@ -831,21 +1179,42 @@ class CanonicalSearch {
       if (f < lastOff || (f == lastOff && rank[b] < lastRank)) continue;
       children_.push_back(b);
     }
-    std::sort(children_.begin() + base, children_.end(), [&](int a, int b) {
+    auto first = children_.begin() + base;
+    auto less = [&](int a, int b) {
       if (floor_[a] != floor_[b]) return floor_[a] < floor_[b];
       return rank[a] < rank[b];
-    });
+    };
+    const size_t room = std::max(kMinChildren, kMaxChildStack - std::min(base, kMaxChildStack));
+    if (children_.size() - base > room) {
+      std::nth_element(first, first + room, children_.end(), less);
+      children_.resize(base + room);
+      truncated_ = true;
+    }
+    std::sort(first, children_.end(), less);
     return true;
   }
 
+  // A cheap test before placing b: every other unplaced buffer of b's
+  // sections overlaps b, so it will sit above b's top.
+  bool ownSectionsFit(int b) const {
+    for (int s = secLo_[b]; s < secHi_[b]; ++s)
+      if (floor_[b] + secTotal_[s] > target_) return false;
+    return true;
+  }
+
+  // The node budget counts placements (each costs a place/unplace pair).
   Result dfs(const Part& part, i64 lastOff, int lastRank) {
-    if (outOfBudget()) return Result::kAborted;
     const size_t base = children_.size();
     if (!collectChildren(part, lastOff, lastRank)) return Result::kFound;
     const size_t end = children_.size();
     Result result = Result::kInfeasible;
     for (size_t i = base; i < end && result == Result::kInfeasible; ++i) {
       const int b = children_[i];
+      if (!ownSectionsFit(b)) continue;
+      if (outOfBudget()) {
+        result = Result::kAborted;
+        break;
+      }
       const Mark mark = place(b);
       if (sectionsFit(part, off_[b])) result = descend(part, b);
       unplace(b, mark);
@@ -893,15 +1262,23 @@ class CanonicalSearch {
 
   // search state
   i64 target_ = 0;
+  bool exactFloors_ = true;
+  bool truncated_ = false;
   const std::vector<int>* rank_ = nullptr;
   i64 nodesLeft_ = 0;
   const Deadline* deadline_ = nullptr;
   std::vector<i64> off_, floor_, sol_;
-  std::vector<i64> secTotal_, secFloor_;
-  std::vector<std::pair<int, i64>> floorTrail_, secTrail_;
+  std::vector<i64> secTotal_, secFloor_;  // unplaced size; min unplaced floor
+  std::vector<int> secAtFloor_;           // unplaced members at that floor
+  struct SectionChange {
+    int section, atFloor;
+    i64 floor;
+  };
+  std::vector<std::pair<int, i64>> floorTrail_;
+  std::vector<SectionChange> secTrail_;
+  std::vector<i64> secSaved_;          // placement stamp of the last save
+  i64 placeStamp_ = 0;
   std::vector<int> children_;          // stack of candidate lists
-  std::vector<int> secStamp_, touched_;
-  int stampNow_ = 0;
 };
 
 // ---------------------------------------------------------------------------
@@ -917,6 +1294,14 @@ class Tightener {
       : search_(search), off_(std::move(offsets)), buf_(buffers), deadline_(deadline) {
     partPeak_.assign(search_.numParts(), 0);
     for (int p = 0; p < search_.numParts(); ++p) partPeak_[p] = partPeakOf(p, off_);
+    // Settled offsets are sums of sizes rounded up to alignments, so when all
+    // sizes and all alignments above 1 share a factor g, every reachable
+    // height is a multiple of g and targets in between need not be tried.
+    for (const SearchBuffer& b : buf_) {
+      grain_ = std::gcd(grain_, b.size);
+      if (b.align > 1) grain_ = std::gcd(grain_, b.align);
+    }
+    grain_ = std::max<i64>(grain_, 1);
   }
 
   const std::vector<i64>& offsets() const { return off_; }
@@ -931,7 +1316,7 @@ class Tightener {
   // growing budgets.  Returns false if that was proven impossible.
   bool fitCapacity(i64 capacity) {
     for (i64 budget = 2; !deadline_.passed(); budget *= 2) {
-      Result r = attempt(capacity, budget);
+      Result r = attempt(roundDown(capacity), budget);
       if (r == Result::kFound) return true;
       if (r == Result::kInfeasible) return false;
     }
@@ -943,16 +1328,17 @@ class Tightener {
   // the current peak; heights whose search ran out of budget are skipped
   // for this round, and the budget grows every round.
   void tighten(i64 lo) {
+    lo = roundDown(lo + grain_ - 1);
     for (i64 budget = 2; peak() > lo && !deadline_.passed(); budget *= 2) {
       Result r = attempt(lo, budget);
       if (r == Result::kFound) return;
-      if (r == Result::kInfeasible) ++lo;
-      i64 softLo = r == Result::kInfeasible ? lo : lo + 1;
+      if (r == Result::kInfeasible) lo += grain_;
+      i64 softLo = r == Result::kInfeasible ? lo : lo + grain_;
       while (softLo < peak() && !deadline_.passed()) {
-        const i64 target = softLo + (peak() - 1 - softLo) / 2;
+        const i64 target = roundDown(softLo + (peak() - 1 - softLo) / 2);
         r = attempt(target, budget);
-        if (r == Result::kInfeasible) lo = softLo = target + 1;
-        if (r == Result::kAborted) softLo = target + 1;
+        if (r == Result::kInfeasible) lo = softLo = target + grain_;
+        if (r == Result::kAborted) softLo = target + grain_;
       }
     }
   }
@@ -966,7 +1352,7 @@ class Tightener {
       if (partPeak_[p] <= target) continue;
       result = attemptPart(p, target, budget * (i64)search_.partMembers(p).size());
     }
-    logf("target %lld budget %lld: %s, peak %lld", target, budget,
+    logLine("target %lld budget %lld: %s, peak %lld", target, budget,
          result == Result::kFound ? "found" : result == Result::kInfeasible ? "infeasible" : "aborted",
          peak());
     return result;
@@ -996,7 +1382,10 @@ class Tightener {
     return peak;
   }
 
+  i64 roundDown(i64 height) const { return height - height % grain_; }
+
   CanonicalSearch& search_;
+  i64 grain_ = 0;
   std::vector<i64> off_;
   const std::vector<SearchBuffer>& buf_;
   const Deadline& deadline_;
@@ -1018,7 +1407,28 @@ struct Job {
 
 // Limits that keep the search's memory bounded (a few hundred MB at most).
 constexpr int kMaxSearchBuffers = 60000;
-constexpr i64 kMaxSearchEntries = 30'000'000;
+constexpr i64 kMaxSearchEntries = 20'000'000;
+// Above this many buffers the search shares its time with the iterated greedy.
+constexpr size_t kLargeSearch = 5000;
+
+// Whether the search's structures stay within the limits above: counts the
+// time-overlapping pairs with one sweep (ends before starts at a tie).
+bool searchIsAffordable(const std::vector<Buffer>& buffers) {
+  std::vector<std::pair<i64, int>> events;  // (time, -1 end / +1 start)
+  for (const Buffer& b : buffers) {
+    if (isTrivial(b)) continue;
+    events.push_back({b.lower, 1});
+    events.push_back({b.upper, -1});
+  }
+  if (events.size() > 2 * (size_t)kMaxSearchBuffers) return false;
+  std::sort(events.begin(), events.end());
+  i64 live = 0, pairs = 0;
+  for (const auto& e : events) {
+    if (e.second > 0) pairs += live;
+    live += e.second;
+  }
+  return 2 * pairs <= kMaxSearchEntries;
+}
 
 void runSearch(Job& job) {
   const std::vector<Buffer>& buffers = *job.buffers;
@@ -1033,10 +1443,10 @@ void runSearch(Job& job) {
   if (searchBuffers.empty() || (int)searchBuffers.size() > kMaxSearchBuffers) return;
   CanonicalSearch search(searchBuffers);
   if (!search.build(kMaxSearchEntries)) {
-    logf("search skipped: instance too large");
+    logLine("search skipped: instance too large");
     return;
   }
-  logf("search built: %d parts", search.numParts());
+  logLine("search built: %d parts", search.numParts());
 
   std::vector<i64> seed(searchBuffers.size());
   for (size_t k = 0; k < toSearch.size(); ++k) seed[k] = job.best.offsets[toSearch[k]];
@@ -1093,8 +1503,26 @@ int main() {
   const std::string caseDir = envOr("MEMORACE_CASE_DIR", ".");
   const std::string outDir = envOr("MEMORACE_OUT_DIR", ".");
   const CaseInfo info = parseCase(readFile(caseDir + "/case.json"));
-  const std::vector<Buffer> buffers = parseBuffers(readFile(caseDir + "/buffers.csv"));
+  std::vector<Buffer> buffers = parseBuffers(readFile(caseDir + "/buffers.csv"));
   const std::string planPath = outDir + "/plan.csv";
+
+  // Renumber by start time; byRow remembers the input order for the output.
+  std::vector<int> byRow(buffers.size());
+  {
+    std::vector<int> order(buffers.size());
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+      if (buffers[a].lower != buffers[b].lower) return buffers[a].lower < buffers[b].lower;
+      return buffers[a].upper < buffers[b].upper;
+    });
+    std::vector<Buffer> sorted;
+    sorted.reserve(buffers.size());
+    for (size_t k = 0; k < order.size(); ++k) {
+      byRow[order[k]] = (int)k;
+      sorted.push_back(std::move(buffers[order[k]]));
+    }
+    buffers = std::move(sorted);
+  }
 
   Job job;
   job.buffers = &buffers;
@@ -1104,18 +1532,28 @@ int main() {
   const SlotMap slots = buildSlots(buffers);
   job.slots = &slots;
 
-  // Greedy seeds get at most half the time when a search will follow.
+  // Time plan: greedy seeds (at most half the time when a search follows),
+  // then the search, then the iterated greedy for whatever time is left.
+  // Large searches give up two thirds of their share to the iterated greedy,
+  // since their nodes cost O(n) and a deep search rarely gets far.
+  const bool search = searchIsAffordable(buffers);
   Deadline greedyDeadline = job.deadline;
-  if (buffers.size() <= (size_t)kMaxSearchBuffers) greedyDeadline.at = job.deadline.at * 0.5;
-  job.best = bestGreedy(buffers, slots, greedyDeadline);
-  logf("greedy peak %lld, lower bound %lld", job.best.peak, job.lowerBound);
-  writePlan(planPath, buffers, job.best.offsets);  // a plan exists from here on
+  if (search) greedyDeadline.at = job.deadline.at * 0.5;
+  GreedyPortfolio portfolio(buffers, slots);
+  job.best = portfolio.seed(job.lowerBound, greedyDeadline, job.deadline);
+  logLine("greedy peak %lld, lower bound %lld", job.best.peak, job.lowerBound);
+  writePlan(planPath, buffers, byRow, job.best.offsets);  // a plan exists from here on
+  const i64 seedPeak = job.best.peak;
 
-  if (job.best.peak > job.lowerBound && !job.deadline.passed()) {
-    const i64 seedPeak = job.best.peak;
+  if (search && job.best.peak > job.lowerBound && !job.deadline.passed()) {
+    const Deadline overall = job.deadline;
+    if (buffers.size() > kLargeSearch)
+      job.deadline.at = elapsedSeconds() + (overall.at - elapsedSeconds()) / 3;
     runSearchWithStack(job);
-    if (job.best.peak < seedPeak) writePlan(planPath, buffers, job.best.offsets);
+    job.deadline = overall;
   }
+  portfolio.perturb(job.best, job.lowerBound, job.deadline);
+  if (job.best.peak < seedPeak) writePlan(planPath, buffers, byRow, job.best.offsets);
   std::fprintf(stderr, "strong_search: n=%zu lb=%lld peak=%lld cap=%lld t=%.2fs\n",
                buffers.size(), job.lowerBound, job.best.peak, info.capacity,
                elapsedSeconds());
