@@ -6,8 +6,9 @@ buffer goes at align_up(top, alignment), where top is the largest
 offset + size among the live buffers already placed (upper > this buffer's
 lower; 0 if there are none). Holes below the top are never reused, unless the
 top would push the buffer past the capacity: only then does it take the
-lowest hole among the live buffers that fits (first fit), so that it stays
-within the device memory whenever that simple rule can.
+lowest hole among the live buffers that fits (first fit). If some buffer
+still does not fit, it starts over placing every buffer by first fit (the
+classic online allocator) and keeps the lower of the two peaks.
 
 Live buffers are kept sorted by offset (disjoint, so the last one is the top);
 an expiry heap on upper removes the dead ones. O(n log n) plus a scan of the
@@ -54,7 +55,7 @@ def align_up(x, alignment):
     return -(-x // alignment) * alignment
 
 
-def plan(buffers, capacity):
+def plan(buffers, capacity, always_first_fit=False):
     """Return one offset per buffer, in file order."""
     order = sorted(range(len(buffers)), key=lambda i: (buffers[i][1], i))
     offsets = [0] * len(buffers)
@@ -67,7 +68,7 @@ def plan(buffers, capacity):
             k = bisect.bisect_left(starts, off)
             del starts[k], ends[k]
         off = align_up(ends[-1] if ends else 0, align)
-        if off + size > capacity:
+        if always_first_fit or off + size > capacity:
             off = first_fit(starts, ends, size, align, capacity, off)
         k = bisect.bisect_left(starts, off)
         starts.insert(k, off)
@@ -89,6 +90,10 @@ def first_fit(starts, ends, size, align, capacity, fallback):
     return cand if cand + size <= capacity else fallback
 
 
+def peak(buffers, offsets):
+    return max((o + b[3] for b, o in zip(buffers, offsets, strict=True)), default=0)
+
+
 def write_plan(path, buffers, offsets):
     with open(path, "w", newline="") as f:
         f.write("id,offset\n")
@@ -101,7 +106,11 @@ def main():
     with open(os.path.join(case_dir, "case.json")) as f:
         capacity = json.load(f).get("capacity", 2**62)
     buffers = read_buffers(os.path.join(case_dir, "buffers.csv"))
-    write_plan(os.path.join(out_dir, "plan.csv"), buffers, plan(buffers, capacity))
+    offsets = plan(buffers, capacity)
+    if peak(buffers, offsets) > capacity:
+        retry = plan(buffers, capacity, always_first_fit=True)
+        offsets = min(offsets, retry, key=lambda o: peak(buffers, o))
+    write_plan(os.path.join(out_dir, "plan.csv"), buffers, offsets)
     return 0
 
 

@@ -31,7 +31,7 @@ class Model:
 
 GPT2_SMALL = Model("gpt2-small", 12, 768, 12)
 GPT2_MEDIUM = Model("gpt2-medium", 24, 1024, 16)
-GPT2_LARGE = Model("gpt2-large", 36, 1280, 20)
+GPT2_XL = Model("gpt2-xl", 48, 1600, 25)
 
 
 @dataclass(frozen=True)
@@ -49,8 +49,8 @@ class Case:
     attention: str = "eager"  # eager (saves B*H*S*S probabilities) | flash
     recompute: str = "none"  # none | selective (attention core) | full (per layer)
     ragged: bool = True  # sequence lengths vary per micro-batch
-    zero_dp: int = 1  # optimizer state (master, m, v) sharded over this many ranks
-    grad_buffer: str = "lazy"  # lazy: fp32 grads made by the first backward | persistent (Megatron DDP)
+    # lazy: fp32 grads made by the first backward | persistent: Megatron DDP buffer
+    grad_buffer: str = "lazy"
     weight: float = 1.0
 
     def layers(self) -> range:
@@ -120,7 +120,7 @@ class Step:
         self.params: dict[str, int] = {}  # name -> numel, in creation order
         self.persistent: list[Buffer] = []
         self.main_grad: dict[str, Buffer] = {}
-        self.saved: dict[tuple, dict[str, Buffer]] = {}
+        self.saved: dict[int, dict] = {}  # micro-batch -> what its backward needs
         self.deferred: dict[int, list[tuple[str, str, int, Buffer, Buffer]]] = {}
 
     # ---- parameters and optimizer state -------------------------------------
@@ -130,21 +130,20 @@ class Step:
             self.params["wte"] = v * d
         if self.first:
             self.params["wpe"] = self.m.n_ctx * d
-        for l in self.c.layers():
+        for layer in self.c.layers():
             for name, numel in [("ln1.g", d), ("ln1.b", d), ("attn.qkv.w", 3 * d * d),
                                 ("attn.qkv.b", 3 * d), ("attn.proj.w", d * d), ("attn.proj.b", d),
                                 ("ln2.g", d), ("ln2.b", d), ("mlp.fc.w", 4 * d * d),
                                 ("mlp.fc.b", 4 * d), ("mlp.proj.w", 4 * d * d), ("mlp.proj.b", d)]:
-                self.params[f"L{l}.{name}"] = numel
+                self.params[f"L{layer}.{name}"] = numel
         if self.last:
             self.params["ln_f.g"] = d
             self.params["ln_f.b"] = d
-        shard = self.c.zero_dp
         for p, n in self.params.items():
-            # fp16/bf16 working copy; fp32 master, Adam m and v (sharded under ZeRO-1)
+            # fp16/bf16 working copy; fp32 master weights, Adam m and v
             self.persistent.append(self.tl.alloc(f"{p}", 2 * n, align(n)))
             for kind in ("master", "adam_m", "adam_v"):
-                self.persistent.append(self.tl.alloc(f"{p}.{kind}", 4 * -(-n // shard), align(n)))
+                self.persistent.append(self.tl.alloc(f"{p}.{kind}", 4 * n, align(n)))
             if self.c.grad_buffer == "persistent":
                 # Megatron-style DDP: one fp32 grad buffer allocated at start-up
                 self.main_grad[p] = self.tl.alloc(f"{p}.main_grad", 4 * n, align(n))
@@ -152,8 +151,9 @@ class Step:
     def wgrad(self, p: str, tag: str, tokens: int) -> None:
         """Weight gradient of parameter p, accumulated in fp32 across micro-batches.
 
-        main_grad is created by the first micro-batch's backward (grads are
-        set to None after every step) and lives until the optimizer reads it.
+        With lazy grad buffers, main_grad is created by the first
+        micro-batch's backward (grads are set to None after every step) and
+        lives until the optimizer reads it; persistent ones live all along.
         GEMM weight gradients reduce over all tokens; cuBLASLt splits that
         reduction (split-K) and keeps fp32 partial products in a workspace.
         """
@@ -195,10 +195,9 @@ class Step:
             self.tl.temp(f"{p}.gnorm_part", 4 * max(1, n // 4096) * 8, SMALL_ALIGN)
         for p, n in self.params.items():
             self.tl.op()
-            # the unscaled, clipped gradient shard and the Adam update in fp32
-            shard = -(-n // self.c.zero_dp)
-            self.tl.temp(f"{p}.adam_grad", 4 * shard, align(n))
-            self.tl.temp(f"{p}.adam_update", 4 * shard, align(n))
+            # the unscaled, clipped gradient and the Adam update in fp32
+            self.tl.temp(f"{p}.adam_grad", 4 * n, align(n))
+            self.tl.temp(f"{p}.adam_update", 4 * n, align(n))
             g = self.main_grad.pop(p)
             if self.c.grad_buffer == "lazy":
                 self.tl.free(g)
@@ -213,8 +212,9 @@ class Step:
         self.tl.temp(name, CUBLAS_WS, WS_ALIGN)
 
     # ---- one transformer layer ------------------------------------------------
-    def forward_layer(self, l: int, mb: int, x: Buffer, keep: str, tag: str) -> tuple[Buffer, dict]:
-        """Forward of layer l on micro-batch mb; returns (output, saved tensors).
+    def forward_layer(self, layer: int, mb: int, x: Buffer, keep: str,
+                      tag: str) -> tuple[Buffer, dict]:
+        """Forward of `layer` on micro-batch mb; returns (output, saved tensors).
 
         keep: 'all' saves what backward reads, 'no_attn' drops the attention
         core (selective recompute), 'none' saves nothing (full recompute; the
@@ -224,7 +224,7 @@ class Step:
         s = self.seq[mb]
         b = self.c.micro_batch_size
         n = b * s
-        pre = f"L{l}"
+        pre = f"L{layer}"
         sfx = f"mb{mb}{tag}"
         saved: dict[str, Buffer] = {}
 
@@ -292,25 +292,25 @@ class Step:
         tl.free(o2)
         return y, saved
 
-    def recompute_attention(self, l: int, mb: int, sv: dict) -> None:
+    def recompute_attention(self, layer: int, mb: int, sv: dict) -> None:
         """Selective recompute: rebuild the attention core from the saved qkv."""
         tl, h, b, s = self.tl, self.m.n_head, self.c.micro_batch_size, self.seq[mb]
         sfx = f"mb{mb}.re"
         tl.op()
-        scores = self.act(f"L{l}.attn.scores.{sfx}", 2 * b * h * s * s)
+        scores = self.act(f"L{layer}.attn.scores.{sfx}", 2 * b * h * s * s)
         tl.op()
-        sv["probs"] = self.act(f"L{l}.attn.probs.{sfx}", 2 * b * h * s * s)
+        sv["probs"] = self.act(f"L{layer}.attn.probs.{sfx}", 2 * b * h * s * s)
         tl.free(scores)
         tl.op()
-        sv["dmask"] = self.act(f"L{l}.attn.dmask.{sfx}", b * h * s * s)
-        sv["pdrop"] = self.act(f"L{l}.attn.pdrop.{sfx}", 2 * b * h * s * s)
+        sv["dmask"] = self.act(f"L{layer}.attn.dmask.{sfx}", b * h * s * s)
+        sv["pdrop"] = self.act(f"L{layer}.attn.pdrop.{sfx}", 2 * b * h * s * s)
 
-    def backward_layer(self, l: int, mb: int, x: Buffer, sv: dict, dy: Buffer) -> Buffer:
-        """Backward of layer l; frees its saved tensors and its input x; returns dx."""
+    def backward_layer(self, layer: int, mb: int, x: Buffer, sv: dict, dy: Buffer) -> Buffer:
+        """Backward of `layer`; frees its saved tensors and its input x; returns dx."""
         tl, d, h = self.tl, self.m.d_model, self.m.n_head
         s, b = self.seq[mb], self.c.micro_batch_size
         n = b * s
-        pre, sfx = f"L{l}", f"mb{mb}"
+        pre, sfx = f"L{layer}", f"mb{mb}"
         tl.op()  # mlp dropout backward; dy itself stays live as the residual gradient
         d_o2 = self.act(f"{pre}.mlp.proj.dout.{sfx}", 2 * n * d)
         tl.free(sv["rmask2"])
@@ -344,7 +344,7 @@ class Step:
         self.gemm_wgrad(f"{pre}.attn.proj.w", mb, n, sv["ctx"], d_o, inp_read_later=flash)
         if not flash:
             if "probs" not in sv:
-                self.recompute_attention(l, mb, sv)
+                self.recompute_attention(layer, mb, sv)
             tl.op()  # P v backward: dP and dv
             d_pd = self.act(f"{pre}.attn.pdrop.dout.{sfx}", 2 * b * h * s * s)
             d_qkv = self.act(f"{pre}.attn.qkv.dout.{sfx}", 2 * n * 3 * d)
@@ -458,9 +458,9 @@ class Step:
         x, inp = self.stage_input(mb)
         ctx = {"input": inp, "layers": []}
         keep = {"none": "all", "selective": "no_attn", "full": "none"}[self.c.recompute]
-        for l in self.c.layers():
-            y, sv = self.forward_layer(l, mb, x, keep, "")
-            ctx["layers"].append((l, x, sv))
+        for layer in self.c.layers():
+            y, sv = self.forward_layer(layer, mb, x, keep, "")
+            ctx["layers"].append((layer, x, sv))
             x = y
         ctx["head"] = self.stage_output(mb, x)
         self.saved[mb] = ctx
@@ -468,11 +468,11 @@ class Step:
     def backward(self, mb: int) -> None:
         ctx = self.saved.pop(mb)
         dy = self.head_backward(mb, ctx["head"])
-        for l, x, sv in reversed(ctx["layers"]):
+        for layer, x, sv in reversed(ctx["layers"]):
             if self.c.recompute == "full":
-                y, sv = self.forward_layer(l, mb, x, "all", ".re")
+                y, sv = self.forward_layer(layer, mb, x, "all", ".re")
                 self.tl.free(y)  # the recomputed output itself is not needed
-            dy = self.backward_layer(l, mb, x, sv, dy)
+            dy = self.backward_layer(layer, mb, x, sv, dy)
         self.input_backward(mb, ctx["input"], dy)
 
     def run(self) -> Timeline:

@@ -1,4 +1,4 @@
-"""Timeline recorder shared by the generators of this package.
+"""Timeline recorder shared by the problem generators (problems/*/generator/).
 
 A case is a list of buffers with half-open lifespans [lower, upper) measured in
 op indices of one step's schedule. The recorder hands out op indices in
@@ -8,7 +8,6 @@ op's inputs and outputs never share memory).
 """
 from __future__ import annotations
 
-import heapq
 from dataclasses import dataclass, field
 
 MIB = 1 << 20
@@ -76,44 +75,14 @@ def lower_bound(bufs: list[Buffer]) -> int:
     return best
 
 
-def naive_peak(bufs: list[Buffer]) -> int:
-    """Peak of the naive reference planner (reference_solutions/naive.py).
-
-    Buffers in (lower, row) order; each goes at the first aligned offset above
-    every already placed buffer still live when it starts. It never reuses a
-    hole, so it needs the most memory of the reference planners; capacity is
-    set from it so that every reference planner produces a feasible plan.
-    """
-    order = sorted(range(len(bufs)), key=lambda i: (bufs[i].lower, i))
-    by_upper: list[tuple[int, int]] = []  # (upper, end) of placed buffers
-    tops: list[int] = []  # max-heap of ends (negated), lazily pruned
-    dead: dict[int, int] = {}
-    peak = 0
-    for i in order:
-        b = bufs[i]
-        while by_upper and by_upper[0][0] <= b.lower:
-            _, end = heapq.heappop(by_upper)
-            dead[end] = dead.get(end, 0) + 1
-        while tops and dead.get(-tops[0], 0):
-            dead[-tops[0]] -= 1
-            heapq.heappop(tops)
-        top = -tops[0] if tops else 0
-        offset = -(-top // b.alignment) * b.alignment
-        end = offset + b.size
-        peak = max(peak, end)
-        heapq.heappush(by_upper, (b.upper, end))
-        heapq.heappush(tops, -end)
-    return peak
-
-
 def capacity_for(bufs: list[Buffer]) -> int:
-    """Device memory limit of a case.
+    """Device memory limit of a case: 25 % above the lower bound, rounded up to a MiB.
 
-    The contest scores lower_bound / peak, so capacity only has to be a limit
-    every reference planner meets: the naive planner's peak, rounded up to a
-    whole MiB.
+    Tight enough that wasteful plans do not fit (a planner that never reuses a
+    hole needs 2x to 26x the bound on these traces), loose enough for every
+    reference planner: greedy by size ends at most ~14 % above the bound here.
     """
-    return -(-naive_peak(bufs) // MIB) * MIB
+    return -(-(lower_bound(bufs) * 5 // 4 + 1) // MIB) * MIB
 
 
 def write_csv(path, bufs: list[Buffer]) -> None:
@@ -121,3 +90,29 @@ def write_csv(path, bufs: list[Buffer]) -> None:
     rows += [f"{b.id},{b.lower},{b.upper},{b.size},{b.alignment}\n" for b in bufs]
     with open(path, "w", newline="\n") as f:
         f.write("".join(rows))
+
+
+def write_package(package, title: str, limits: dict, cases: list, build, only=None) -> None:
+    """Write data/<split>/<case>.csv and problem.toml of `package` from `cases`.
+
+    `build(case)` returns the case's buffers; `only` limits the run to some case
+    names (problem.toml is then left alone).
+    """
+    for split in ("public", "hidden"):
+        (package / "data" / split).mkdir(parents=True, exist_ok=True)
+        if only is None:  # stale files from an older case list must not survive
+            for old in (package / "data" / split).glob("*.csv"):
+                old.unlink()
+    toml = [f'slug = "{package.name}"\nname = "{title}"\ntype = "offset"\nversion = 1\n',
+            "\n[limits]\n" + "".join(f"{k} = {v}\n" for k, v in limits.items())]
+    for case in cases:
+        if only is not None and case.name not in only:
+            continue
+        bufs = build(case)
+        write_csv(package / "data" / case.split / f"{case.name}.csv", bufs)
+        cap = capacity_for(bufs)
+        toml.append(f'\n[[cases]]\nname = "{case.name}"\nsplit = "{case.split}"\n'
+                    f"capacity = {cap}\nweight = {case.weight:.1f}\n")
+        print(f"{case.name}: {len(bufs)} buffers, lower bound {lower_bound(bufs)}, capacity {cap}")
+    if only is None:
+        (package / "problem.toml").write_text("".join(toml), newline="\n")
