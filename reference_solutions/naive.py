@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Naive offset planner ("stack top"); Python 3.11, standard library only.
+"""Naive offset planner ("stack top"); Python 3.11 and numpy.
 
 Buffers are processed in order of (lower, row index in buffers.csv). Each
 buffer goes at align_up(top, alignment), where top is the largest
@@ -21,6 +21,8 @@ import heapq
 import json
 import os
 import sys
+
+import numpy as np
 
 
 def read_buffers(path):
@@ -79,15 +81,20 @@ def plan(buffers, capacity, always_first_fit=False):
 
 
 def first_fit(starts, ends, size, align, capacity, fallback):
-    """Lowest aligned offset in a hole between live buffers, else `fallback`."""
-    low = 0
-    for start, end in zip(starts, ends, strict=True):
-        cand = align_up(low, align)
-        if cand + size <= start:
-            return cand
-        low = max(low, end)
-    cand = align_up(low, align)
-    return cand if cand + size <= capacity else fallback
+    """Lowest aligned offset in a hole between live buffers, else `fallback`.
+
+    Vectorized: the hole below live buffer k starts at the highest end of the
+    buffers below it (they are disjoint and sorted, so a running maximum)."""
+    if not starts:
+        return 0 if size <= capacity else fallback
+    start = np.array(starts, dtype=np.int64)
+    low = np.maximum.accumulate(np.array(ends, dtype=np.int64))
+    low = np.concatenate(([0], low))  # low[k]: bottom of the hole under buffer k
+    cand = -(-low // align) * align
+    fits = np.flatnonzero(cand[:-1] + size <= start)
+    if fits.size:
+        return int(cand[fits[0]])
+    return int(cand[-1]) if cand[-1] + size <= capacity else fallback
 
 
 def peak(buffers, offsets):

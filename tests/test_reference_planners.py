@@ -2,18 +2,26 @@
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 import pytest
 
 from judge.importer import import_minimalloc
 from judge.package import load_problem
-from judge.pipeline import judge_planner
+from judge.pipeline import JudgeReport, judge_planner
 from judge.verdict import Verdict
 from tests.conftest import ROOT, shared_data
 
 PLANNERS = ROOT / "reference_solutions"
 SHIPPED = sorted(p.name for p in (ROOT / "problems").iterdir() if (p / "problem.toml").is_file())
+
+
+@functools.cache
+def judged(slug: str, planner: str, time_limit_s: float | None = None) -> JudgeReport:
+    """One judging per (problem, planner) for the whole module: they take seconds."""
+    problem = load_problem(ROOT / "problems" / slug)
+    return judge_planner(problem, PLANNERS / planner, time_limit_s=time_limit_s)
 
 
 @pytest.fixture(scope="module")
@@ -28,8 +36,7 @@ def test_at_least_two_problems_ship():
 @pytest.mark.parametrize("slug", SHIPPED)
 @pytest.mark.parametrize("planner", ["naive.py", "greedy_size.cpp", "best_fit.cpp"])
 def test_simple_planners_are_valid_on_every_shipped_case(slug, planner):
-    problem = load_problem(ROOT / "problems" / slug)
-    report = judge_planner(problem, PLANNERS / planner)
+    report = judged(slug, planner)
     bad = [(r.case, r.verdict, r.message) for r in report.results if r.verdict != Verdict.OK]
     assert not bad
 
@@ -37,8 +44,7 @@ def test_simple_planners_are_valid_on_every_shipped_case(slug, planner):
 @pytest.mark.parametrize("slug", SHIPPED)
 def test_shipped_cases_discriminate_greedy_by_size(slug):
     """On every shipped case greedy by size ends at least 3 % above the lower bound."""
-    problem = load_problem(ROOT / "problems" / slug)
-    report = judge_planner(problem, PLANNERS / "greedy_size.cpp")
+    report = judged(slug, "greedy_size.cpp")
     easy = [
         (r.case, r.peak / r.lower_bound) for r in report.results if r.peak < 1.03 * r.lower_bound
     ]
@@ -48,10 +54,9 @@ def test_shipped_cases_discriminate_greedy_by_size(slug):
 @pytest.mark.slow
 @pytest.mark.parametrize("slug", SHIPPED)
 def test_strong_planner_is_valid_on_every_shipped_case(slug):
-    problem = load_problem(ROOT / "problems" / slug)
-    report = judge_planner(problem, PLANNERS / "strong_search.cpp", time_limit_s=4)
+    report = judged(slug, "strong_search.cpp", 4)
     assert {r.verdict for r in report.results} == {Verdict.OK}
-    greedy = judge_planner(problem, PLANNERS / "greedy_size.cpp")
+    greedy = judged(slug, "greedy_size.cpp")
     for strong, base in zip(report.results, greedy.results, strict=True):
         assert strong.peak <= base.peak, strong.case  # it starts from the greedy plans
 
