@@ -10,8 +10,11 @@ anything else takes a row-by-row path that finds and names the first fault.
 
 from __future__ import annotations
 
+import errno
 import gc
+import os
 import re
+import stat
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -43,19 +46,29 @@ class IdTable:
 
 
 def read_bounded(path: Path, limit: int, error: type[InputError]) -> bytes:
-    """The file's bytes, refusing files over `limit` without reading them."""
+    """The bytes of regular file `path`, refusing files over `limit` without reading them.
+
+    Links, fifos and devices are refused: a planner's output directory is hostile
+    and must not make the judge read elsewhere or block."""
     try:
-        size = path.stat().st_size
-        if size > limit:
-            raise error(f"file is {_human(size)}; the limit here is {_human(limit)}", path)
-        with path.open("rb") as fh:
-            data = fh.read(limit + 1)
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except FileNotFoundError:
         raise error("file not found", path) from None
-    except IsADirectoryError:
-        raise error("is a directory, not a file", path) from None
     except OSError as exc:
-        raise error(f"cannot read: {exc.strerror}", path) from None
+        what = (
+            "is a link, not a file" if exc.errno == errno.ELOOP else f"cannot read: {exc.strerror}"
+        )
+        raise error(what, path) from None
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode):
+        os.close(fd)
+        kind = "a directory" if stat.S_ISDIR(info.st_mode) else "not a regular file"
+        raise error(f"is {kind}, not a file" if kind[0] == "a" else f"is {kind}", path)
+    if info.st_size > limit:
+        os.close(fd)
+        raise error(f"file is {_human(info.st_size)}; the limit here is {_human(limit)}", path)
+    with os.fdopen(fd, "rb") as fh:
+        data = fh.read(limit + 1)
     if len(data) > limit:  # it grew while we read it
         raise error(f"file is over the limit of {_human(limit)}", path)
     return data
