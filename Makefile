@@ -24,3 +24,9 @@ test: setup
 bench: setup
 	$(PY) benchmarks/verify_speed.py
 	$(PY) benchmarks/planners.py
+
+# Sandbox images for the docker sandbox (memorace/base:bookworm, memorace/runner:latest);
+# needs Docker, and root with debootstrap for the base. See docker/README.md.
+.PHONY: images
+images:
+	scripts/build-images

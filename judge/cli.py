@@ -17,6 +17,7 @@ from judge.errors import InputError
 from judge.importer import import_minimalloc
 from judge.package import Problem, load_cases, load_problem
 from judge.pipeline import JudgeReport, judge_planner
+from judge.sandbox import SandboxError, default_sandbox_name
 from judge.scoring import CaseResult
 from judge.types import get_type
 from judge.verdict import Verdict
@@ -121,13 +122,19 @@ def judge_cmd(
     problem: Annotated[str, typer.Option(help="slug under problems/ or a package path")],
     split: Annotated[str, typer.Option(help="public | hidden | all")] = "all",
     time_limit: Annotated[float | None, typer.Option(help="override, seconds")] = None,
+    sandbox: Annotated[
+        str | None, typer.Option(help="docker | local; default: docker if an engine answers")
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="one JSON object")] = False,
 ) -> None:
-    """Judge PLANNER (.py or .cpp) on a problem (plain subprocess; not a sandbox)."""
+    """Judge PLANNER (.py, .cpp, or a .zip/.tar.gz with memorace.toml) on a problem."""
     if split not in ("public", "hidden", "all"):
         raise _fail("--split must be public, hidden or all")
+    if sandbox not in (None, "docker", "local"):
+        raise _fail("--sandbox must be docker or local")
     prob = _load(problem)
-    report = _judge_with_progress(prob, planner, split, time_limit, quiet=as_json)
+    box = sandbox or default_sandbox_name()
+    report = _judge_with_progress(prob, planner, split, time_limit, quiet=as_json, sandbox=box)
     if as_json:
         out.print_json(json.dumps(report.as_dict()))
     else:
@@ -177,7 +184,12 @@ def _load(slug_or_path: str) -> Problem:
 
 
 def _judge_with_progress(
-    prob: Problem, planner: Path, split: str, time_limit: float | None, quiet: bool
+    prob: Problem,
+    planner: Path,
+    split: str,
+    time_limit: float | None,
+    quiet: bool,
+    sandbox: str = "local",
 ) -> JudgeReport:
     total = len(prob.cases_in(split))
     with Progress(
@@ -195,15 +207,15 @@ def _judge_with_progress(
             bar.update(task, advance=1, description=f"{planner.name}: {result.case}")
 
         try:
-            return judge_planner(prob, planner, split, advance, time_limit)
-        except InputError as exc:
+            return judge_planner(prob, planner, split, advance, time_limit, sandbox)
+        except (InputError, SandboxError) as exc:
             raise _fail(str(exc)) from None
 
 
 def _print_report(report: JudgeReport) -> None:
     if report.build_error:
         err.print(f"[red]build error[/red]\n{report.build_error}", highlight=False)
-    table = Table(title=f"{report.planner} on {report.problem}")
+    table = Table(title=f"{report.planner} on {report.problem} ({report.sandbox} sandbox)")
     for col in ("case", "split", "verdict", "peak", "lower bound", "score", "time s"):
         table.add_column(col, justify="left" if col in ("case", "split", "verdict") else "right")
     for r in report.results:

@@ -1,31 +1,37 @@
 """The judging pipeline: one function that judges a planner against a problem.
 
-Build once, run every case, verify each plan outside the planner's process,
-report each case result through a callback as it is produced.
+Build once inside the sandbox, run every case there, verify each plan outside
+it, report each case result through a callback as it is produced. The CLI,
+the queue worker and the tests all call `judge_planner`.
 """
 
 from __future__ import annotations
 
 import hashlib
+import shutil
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from judge.errors import InputError
 from judge.package import LoadedCase, Problem, load_cases
-from judge.runner import BuildError, Planner, fresh_dirs, prepare_planner, run_planner
+from judge.sandbox import RunOutcome, Sandbox, Session, get_sandbox
 from judge.scoring import CaseResult, totals
+from judge.submission import prepare_submission
 from judge.verdict import Verdict
 from judge.verifier import check_plan
 
 OnResult = Callable[[CaseResult], None]
+BUILD_TIMEOUT_S = 120.0
 
 
 @dataclass
 class JudgeReport:
     problem: str
     planner: str
+    sandbox: str
     results: list[CaseResult] = field(default_factory=list)
     build_error: str = ""
 
@@ -33,6 +39,7 @@ class JudgeReport:
         return {
             "problem": self.problem,
             "planner": self.planner,
+            "sandbox": self.sandbox,
             "build_error": self.build_error,
             "cases": [r.as_dict() for r in self.results],
             **totals(self.results),
@@ -45,41 +52,42 @@ def judge_planner(
     split: str = "all",
     on_result: OnResult | None = None,
     time_limit_s: float | None = None,
+    sandbox: str | Sandbox = "local",
+    gpu_slot: int | None = None,
 ) -> JudgeReport:
-    report = JudgeReport(problem.slug, Path(source).name)
+    box = get_sandbox(sandbox) if isinstance(sandbox, str) else sandbox
+    report = JudgeReport(problem.slug, Path(source).name, box.name)
     cases = load_cases(problem, split)
-    try:
-        planner = prepare_planner(source)
-    except BuildError as exc:
-        report.build_error = str(exc)
-        for lc in cases:
-            report.results.append(_failed(lc, Verdict.BUILD_ERROR, "the planner did not build"))
-        return report
     limit = time_limit_s or problem.limits.time_limit_s
     with tempfile.TemporaryDirectory(prefix="memorace-") as scratch:
-        for lc in cases:
-            result = judge_case(problem, lc, planner, Path(scratch), limit)
-            report.results.append(result)
-            if on_result:
-                on_result(result)
+        try:
+            sub = prepare_submission(Path(source), Path(scratch) / "submission")
+        except InputError as exc:
+            return _all_failed(report, cases, str(exc), on_result)
+        with box.session(sub.root, sub.build, sub.run, problem.limits, gpu_slot) as session:
+            built = session.build(BUILD_TIMEOUT_S)
+            if built is not None and (built.exit_code != 0 or built.timed_out):
+                return _all_failed(report, cases, built.log or "the build failed", on_result)
+            for lc in cases:
+                result = judge_case(problem, lc, session, limit)
+                report.results.append(result)
+                if on_result:
+                    on_result(result)
     return report
 
 
 def judge_case(
-    problem: Problem, lc: LoadedCase, planner: Planner, scratch: Path, time_limit_s: float
+    problem: Problem, lc: LoadedCase, session: Session, time_limit_s: float
 ) -> CaseResult:
     ptype = problem.ptype
-    case_dir, out_dir = fresh_dirs(scratch)
+    _empty(session.case_dir)
     limits = {**problem.limits.as_dict(), "time_limit_s": time_limit_s, "name": lc.spec.name}
-    ptype.write_planner_input(lc.case, case_dir, limits)
-    run = run_planner(planner, case_dir, out_dir, time_limit_s)
-    if run.timed_out:
-        return _failed(lc, Verdict.TIME_LIMIT, f"no plan after {time_limit_s:g} s", run.log)
-    if run.exit_code != 0:
-        what = f"killed by signal {-run.exit_code}" if run.exit_code < 0 else "exited"
-        message = f"{what} with status {run.exit_code}" if run.exit_code > 0 else what
-        return _failed(lc, Verdict.RUNTIME_ERROR, f"the planner {message}", run.log)
-    plan_path = out_dir / ptype.plan_file
+    ptype.write_planner_input(lc.case, session.case_dir, limits)
+    run = session.run_case(time_limit_s)
+    failure = _failure(run, time_limit_s)
+    if failure:
+        return _failed(lc, *failure, run.log, run.time_s)
+    plan_path = session.out_dir / ptype.plan_file
     verification, score = check_plan(ptype, lc.case, lc.lower_bound, plan_path)
     return CaseResult(
         case=lc.spec.name,
@@ -96,14 +104,58 @@ def judge_case(
     )
 
 
-def _failed(lc: LoadedCase, verdict: Verdict, message: str, log: str = "") -> CaseResult:
+def _failure(run: RunOutcome, time_limit_s: float) -> tuple[Verdict, str] | None:
+    """The verdict of a run that produced no plan worth reading, if any."""
+    if run.timed_out:
+        return Verdict.TIME_LIMIT, f"no plan after {time_limit_s:g} s"
+    if run.output_exceeded:
+        return Verdict.OUTPUT_LIMIT, "the planner wrote more output than allowed"
+    if run.memory_exceeded:
+        return Verdict.MEMORY_LIMIT, "the planner ran out of its memory limit"
+    if run.exit_code is None or run.exit_code == 0:
+        return None
+    if run.exit_code < 0:
+        return Verdict.RUNTIME_ERROR, f"the planner was killed by signal {-run.exit_code}"
+    return Verdict.RUNTIME_ERROR, f"the planner exited with status {run.exit_code}"
+
+
+def _all_failed(
+    report: JudgeReport, cases: list[LoadedCase], why: str, on_result: OnResult | None
+) -> JudgeReport:
+    report.build_error = why
+    for lc in cases:
+        result = _failed(lc, Verdict.BUILD_ERROR, "the planner did not build", why)
+        report.results.append(result)
+        if on_result:
+            on_result(result)
+    return report
+
+
+def _failed(
+    lc: LoadedCase, verdict: Verdict, message: str, log: str = "", time_s: float | None = None
+) -> CaseResult:
     return CaseResult(
-        lc.spec.name, lc.spec.split, lc.spec.weight, verdict, message, lc.lower_bound, log=log
+        lc.spec.name,
+        lc.spec.split,
+        lc.spec.weight,
+        verdict,
+        message,
+        lc.lower_bound,
+        time_s=None if time_s is None else round(time_s, 3),
+        log=log,
     )
 
 
+def _empty(directory: Path) -> None:
+    for entry in directory.iterdir():
+        if entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry)
+        else:
+            entry.unlink()
+
+
 def _digest(path: Path) -> str | None:
-    if not path.is_file():
+    if not path.is_file() or path.is_symlink():
         return None
     h = hashlib.sha256()
     with path.open("rb") as fh:

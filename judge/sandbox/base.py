@@ -1,0 +1,57 @@
+"""What every sandbox offers the judging pipeline."""
+
+from __future__ import annotations
+
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+from judge.package import Limits
+
+LOG_TAIL_BYTES = 8192
+OUTPUT_LIMIT_BYTES = 64 * 2**20  # stdout+stderr, and any one file a planner writes
+
+
+class SandboxError(Exception):
+    """The sandbox itself failed (our fault: JUDGE_ERROR, retried)."""
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    exit_code: int | None  # None when killed for time; negative: killed by that signal
+    time_s: float
+    timed_out: bool = False
+    memory_exceeded: bool = False
+    output_exceeded: bool = False
+    log: str = ""  # tail of stdout and stderr
+
+
+class Session(Protocol):
+    case_dir: Path  # host directory the pipeline fills before each run_case
+    out_dir: Path  # host directory holding what the planner wrote, after run_case
+
+    def build(self, timeout_s: float) -> RunOutcome | None:
+        """Build the submission (None when it has no build step)."""
+        ...
+
+    def run_case(self, time_limit_s: float) -> RunOutcome:
+        """Run the planner once on what case_dir holds now; afterwards no process of it is left."""
+        ...
+
+
+class Sandbox(Protocol):
+    name: str
+
+    def session(
+        self,
+        submission_root: Path,
+        build: list[str] | None,
+        run: list[str],
+        limits: Limits,
+        gpu_slot: int | None = None,
+    ) -> AbstractContextManager[Session]: ...
+
+
+def tail(data: bytes) -> str:
+    return data[-LOG_TAIL_BYTES:].decode("utf-8", "replace")
