@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import subprocess
 import sys
 import tempfile
@@ -100,6 +101,7 @@ def _fresh_runs(source: Path, root: Path, n: int) -> float:
         "python3",
         f"/submission/{source.name}",
     ]
+    os.chmod(source.parent, 0o755)  # readable by the planner user, as the judge's copy is
     start = time.perf_counter()
     for _ in range(n):
         subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=sys.stderr)

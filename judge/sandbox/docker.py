@@ -118,40 +118,64 @@ class DockerSandbox:
                 container.remove(force=True)
 
 
+OOM_KILLS = (
+    "awk '/^oom_kill /{print $2; exit}' /sys/fs/cgroup/memory/memory.oom_control "
+    "/sys/fs/cgroup/memory.events 2>/dev/null"
+)
+# One exec after every run, so that a case costs two round trips to the engine: kill
+# what is left of the planner, report OOM kills and sizes, the log tail, /out as tar
+# (a tmpfs, which `docker cp` cannot see), then wipe /out and /tmp for the next case.
+AFTER_RUN = f"""kill -9 -1 2>/dev/null
+oom=$({OOM_KILLS}); size=$(stat -c %s {LOG} 2>/dev/null || echo 0)
+big=$(find /out -type f -size +{OUTPUT_LIMIT_BYTES - 1}c | head -n 1 | wc -l)
+echo "${{oom:-0}} $size $big $(tail -c 8192 {LOG} 2>/dev/null | wc -c)"
+tail -c 8192 {LOG} 2>/dev/null
+tar -C /out -cf - .
+rm -rf /out/* /out/.[!.]* /tmp/* /tmp/.[!.]* 2>/dev/null; true"""
+
+
 class DockerSession:
     def __init__(
         self, container: Any, host: Path, build: list[str] | None, run: list[str], limits: Limits
     ):
         self.container, self.build_cmd, self.run_cmd, self.limits = container, build, run, limits
         self.case_dir, self.out_dir = host / "case", host / "out"
+        self.oom_kills = 0
 
     def prepare(self) -> None:
         code, out = self.container.exec_run(
-            ["cp", "-R", "/submission/.", "/work/"], user=PLANNER_USER
+            ["sh", "-c", f"cp -R /submission/. /work/ && {OOM_KILLS}"], user=PLANNER_USER
         )
         if code != 0:
             raise SandboxError(f"cannot copy the submission into the sandbox: {out[-500:]!r}")
+        self.oom_kills = int(out.strip() or 0)
 
     def build(self, timeout_s: float) -> RunOutcome | None:
-        return self._exec(self.build_cmd, timeout_s) if self.build_cmd else None
+        return self._run(self.build_cmd, timeout_s) if self.build_cmd else None
 
     def run_case(self, time_limit_s: float) -> RunOutcome:
         for entry in self.out_dir.iterdir():
             entry.unlink()
-        ooms = self._oom_kills()
-        outcome = self._exec(self.run_cmd, time_limit_s)
-        if not outcome.timed_out and self._oom_kills() > ooms:
-            outcome = RunOutcome(
-                outcome.exit_code, outcome.time_s, memory_exceeded=True, log=outcome.log
-            )
-        if not (outcome.timed_out or outcome.output_exceeded) and not self._fetch_out():
-            outcome = RunOutcome(
-                outcome.exit_code, outcome.time_s, output_exceeded=True, log=outcome.log
-            )
-        self._reset()
-        return outcome
+        return self._run(self.run_cmd, time_limit_s)
 
-    def _exec(self, cmd: list[str], wall_s: float) -> RunOutcome:
+    def _run(self, cmd: list[str], wall_s: float) -> RunOutcome:
+        code, elapsed, timed_out = self._exec(cmd, wall_s)
+        oom, log_size, big, log, fetched = self._after_run()
+        memory = not timed_out and oom > self.oom_kills
+        self.oom_kills = oom
+        too_much = not timed_out and (
+            code == -signal.SIGXFSZ or log_size >= OUTPUT_LIMIT_BYTES or big or not fetched
+        )
+        return RunOutcome(
+            None if timed_out else code,
+            elapsed,
+            timed_out,
+            memory_exceeded=memory,
+            output_exceeded=too_much,
+            log=log,
+        )
+
+    def _exec(self, cmd: list[str], wall_s: float) -> tuple[int | None, float, bool]:
         # The log goes to a file under a file-size rlimit, not through the docker API:
         # a planner printing a gigabyte then dies of SIGXFSZ instead of flooding the judge.
         blocks = OUTPUT_LIMIT_BYTES // 512
@@ -169,84 +193,40 @@ class DockerSession:
         start = time.monotonic()
         waiter.start()
         waiter.join(wall_s)
-        timed_out = waiter.is_alive()
-        self._kill_all()  # nothing of this run survives it
-        waiter.join(10)
         elapsed = time.monotonic() - start
+        timed_out = waiter.is_alive()
+        if timed_out:
+            with suppress(Exception):
+                self.container.exec_run(["sh", "-c", "kill -9 -1"], user=PLANNER_USER)
+            waiter.join(10)
         code = api.exec_inspect(exec_id).get("ExitCode")
         if code is not None and code > 128:  # the shell convention for a signal death
             code = -(code - 128)
-        size, log = self._log()
-        too_much = not timed_out and (
-            code == -signal.SIGXFSZ or size >= OUTPUT_LIMIT_BYTES or self._out_too_big()
-        )
-        return RunOutcome(
-            None if timed_out else code, elapsed, timed_out, output_exceeded=too_much, log=log
-        )
+        return code, elapsed, timed_out
 
-    def _out_too_big(self) -> bool:
-        """A file in /out at the size limit (Python ignores SIGXFSZ and gets EFBIG)."""
-        _, out = self.container.exec_run(
-            ["find", "/out", "-type", "f", "-size", f"+{OUTPUT_LIMIT_BYTES - 1}c"],
-            user=PLANNER_USER,
-        )
-        return bool(out.strip())
-
-    def _log(self) -> tuple[int, str]:
-        _, out = self.container.exec_run(
-            ["sh", "-c", f"stat -c %s {LOG}; tail -c 8192 {LOG}"], user=PLANNER_USER
-        )
-        size, _, text = out.partition(b"\n")
-        return (int(size) if size.isdigit() else 0), tail(text)
-
-    def _kill_all(self) -> None:
-        # As the planner user: kill(-1) reaches all its processes, never the root ones.
-        with suppress(Exception):
-            self.container.exec_run(["sh", "-c", "kill -9 -1"], user=PLANNER_USER)
-
-    def _reset(self) -> None:
-        with suppress(Exception):
-            self.container.exec_run(
-                ["sh", "-c", "rm -rf /out/* /out/.[!.]* /tmp/* /tmp/.[!.]*"], user=PLANNER_USER
-            )
-
-    def _oom_kills(self) -> int:
-        _code, out = self.container.exec_run(
-            [
-                "sh",
-                "-c",
-                "cat /sys/fs/cgroup/memory/memory.oom_control "
-                "/sys/fs/cgroup/memory.events 2>/dev/null",
-            ],
-            user=PLANNER_USER,
-        )
-        for line in out.decode(errors="replace").splitlines():
-            if line.startswith("oom_kill "):
-                return int(line.split()[1])
-        return 0
-
-    def _fetch_out(self) -> bool:
-        """Copy /out's regular files to out_dir; False when it holds more than allowed.
-
-        /out is a tmpfs, which `docker cp` cannot see, so tar streams it out through exec."""
+    def _after_run(self) -> tuple[int, int, bool, str, bool]:
+        """(OOM kills so far, log size, a file in /out too big, log tail, /out fetched)."""
         api = self.container.client.api
         exec_id = api.exec_create(
-            self.container.id,
-            ["tar", "-C", "/out", "-cf", "-", "."],
-            user=PLANNER_USER,
-            stdout=True,
-            stderr=False,
+            self.container.id, ["sh", "-c", AFTER_RUN], user=PLANNER_USER, stdout=True, stderr=False
         )["Id"]
         data = bytearray()
         for chunk in api.exec_start(exec_id, stream=True):
             data += chunk
             if len(data) > OUTPUT_LIMIT_BYTES + 2**20:
-                return False
-        with tarfile.open(fileobj=io.BytesIO(bytes(data))) as archive:
-            for member in archive.getmembers():
+                return 0, 0, True, "", False
+        header, _, rest = bytes(data).partition(b"\n")
+        oom, log_size, big, tail_len = (int(x) for x in header.split())
+        log, archive = rest[:tail_len], rest[tail_len:]
+        self._unpack_out(archive)
+        return oom, log_size, bool(big), tail(log), True
+
+    def _unpack_out(self, archive: bytes) -> None:
+        """Regular files at the top of /out, nothing else (no links, no paths)."""
+        with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+            for member in tar.getmembers():
                 name = member.name.removeprefix("./")
                 if member.isreg() and name and "/" not in name:
-                    source = archive.extractfile(member)
+                    source = tar.extractfile(member)
                     if source is not None:
                         (self.out_dir / name).write_bytes(source.read())
-        return True
