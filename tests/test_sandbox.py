@@ -20,7 +20,7 @@ import pytest
 from judge.package import load_problem
 from judge.pipeline import judge_planner
 from judge.sandbox.docker import IMAGE, engine_available
-from judge.sandbox.local import SANDBOX_UID, bwrap_works
+from judge.sandbox.local import SANDBOX_UID_BASE, SANDBOX_UID_COUNT, bwrap_works
 from judge.verdict import Verdict
 from tests.conftest import IN_CI, ROOT
 from tests.test_package import make_package
@@ -71,18 +71,19 @@ def assert_healthy(problem, tmp_path: Path, sandbox: str) -> None:
     assert result.verdict == Verdict.OK, result.message
     if sandbox == "local" and os.geteuid() == 0:
         for _ in range(30):  # killed processes may take a moment to be reaped
-            left = [p for p in os.listdir("/proc") if p.isdigit() and _uid(p) == SANDBOX_UID]
+            left = [p for p in os.listdir("/proc") if p.isdigit() and _sandboxed(p)]
             if not left:
                 break
             time.sleep(0.1)
         assert not left, f"sandbox processes left: {left}"
 
 
-def _uid(pid: str) -> int:
+def _sandboxed(pid: str) -> bool:
     try:
-        return os.stat(f"/proc/{pid}").st_uid
+        uid = os.stat(f"/proc/{pid}").st_uid
     except FileNotFoundError:
-        return -1
+        return False
+    return SANDBOX_UID_BASE <= uid < SANDBOX_UID_BASE + SANDBOX_UID_COUNT
 
 
 HOSTILE = {

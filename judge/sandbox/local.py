@@ -25,9 +25,23 @@ from judge.package import Limits
 from judge.sandbox.base import OUTPUT_LIMIT_BYTES, RunOutcome, tail
 
 log = logging.getLogger("memorace.sandbox")
-SANDBOX_UID = int(os.environ.get("MEMORACE_SANDBOX_UID", "65534"))  # nobody: owns nothing
+# Each session runs as its own uid from this range (no passwd entry needed): a uid that
+# owns nothing, whose processes can all be killed without touching a concurrent judging.
+SANDBOX_UID_BASE = int(os.environ.get("MEMORACE_SANDBOX_UID_BASE", "1200000"))
+SANDBOX_UID_COUNT = 100_000
+PROBE_UID = 65534
 MAX_PROCESSES = 64
 SYSTEM_PATH = "/usr/bin:/bin"  # system tools only: never the judge's own interpreters
+# What a planner sees of the host under bubblewrap: Debian's merged /usr, read-only.
+SYSTEM_VIEW = (
+    "--unshare-all",
+    "--ro-bind", "/usr", "/usr",
+    "--ro-bind", "/etc/alternatives", "/etc/alternatives",
+    "--symlink", "usr/bin", "/bin",
+    "--symlink", "usr/lib", "/lib",
+    "--symlink", "usr/lib64", "/lib64",
+    "--symlink", "usr/sbin", "/sbin",
+)  # fmt: skip
 MEMORY_HINTS = ("MemoryError", "std::bad_alloc", "Cannot allocate memory", "out of memory")
 
 
@@ -37,25 +51,9 @@ def bwrap_works() -> bool:
     if not shutil.which("bwrap"):
         return False
     probe = subprocess.run(
-        [
-            "bwrap",
-            "--unshare-all",
-            "--ro-bind",
-            "/usr",
-            "/usr",
-            "--symlink",
-            "usr/bin",
-            "/bin",
-            "--symlink",
-            "usr/lib",
-            "/lib",
-            "--symlink",
-            "usr/lib64",
-            "/lib64",
-            "/bin/true",
-        ],
+        ["bwrap", *SYSTEM_VIEW, "/bin/true"],
         capture_output=True,
-        preexec_fn=_drop_privileges,
+        preexec_fn=lambda: _drop_privileges(PROBE_UID),
         check=False,
     )
     return probe.returncode == 0
@@ -76,22 +74,29 @@ class LocalSandbox:
         if not bwrap_works():
             log.warning(
                 "local sandbox WITHOUT bubblewrap: planners share the network and can read "
-                "every file readable by uid %d; install bubblewrap or use the docker sandbox",
-                SANDBOX_UID,
+                "every world-readable file; install bubblewrap or use the docker sandbox",
             )
         scratch = Path(tempfile.mkdtemp(prefix="memorace-local-"))
+        uid = _fresh_uid()
         try:
-            yield LocalSession(scratch, submission_root, build, run, limits)
+            yield LocalSession(scratch, submission_root, build, run, limits, uid)
         finally:
-            _kill_user_processes()
+            _kill_user_processes(uid)
             shutil.rmtree(scratch, ignore_errors=True)
 
 
 class LocalSession:
     def __init__(
-        self, scratch: Path, root: Path, build: list[str] | None, run: list[str], limits: Limits
+        self,
+        scratch: Path,
+        root: Path,
+        build: list[str] | None,
+        run: list[str],
+        limits: Limits,
+        uid: int,
     ):
         self.scratch, self.build_cmd, self.run_cmd, self.limits = scratch, build, run, limits
+        self.uid = uid
         self.case_dir, self.out_dir = scratch / "case", scratch / "out"
         self.work, self.tmp = scratch / "work", scratch / "tmp"
         shutil.copytree(root, self.work)
@@ -99,7 +104,7 @@ class LocalSession:
             d.mkdir()
         os.chmod(scratch, 0o755)
         for d in (self.work, self.out_dir, self.tmp):
-            _give_to_sandbox_user(d)
+            _give_to_sandbox_user(d, self.uid)
         self.namespaced = bwrap_works()
 
     def build(self, timeout_s: float) -> RunOutcome | None:
@@ -111,7 +116,7 @@ class LocalSession:
         for d in (self.out_dir, self.tmp):
             shutil.rmtree(d)
             d.mkdir()
-            _give_to_sandbox_user(d)
+            _give_to_sandbox_user(d, self.uid)
         return self._exec(self.run_cmd, time_limit_s, cpu_s=time_limit_s)
 
     def _exec(self, cmd: list[str], wall_s: float, cpu_s: float) -> RunOutcome:
@@ -127,7 +132,7 @@ class LocalSession:
                 stdout=log_file,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
-                preexec_fn=lambda: _limit(self.limits, cpu_s),
+                preexec_fn=lambda: _limit(self.limits, cpu_s, self.uid),
             )
             timed_out = False
             try:
@@ -135,7 +140,7 @@ class LocalSession:
             except subprocess.TimeoutExpired:
                 timed_out = True
             _kill_group(proc)
-            _kill_user_processes()  # anything that left the process group
+            _kill_user_processes(self.uid)  # anything that left the process group
             elapsed = time.monotonic() - start
         return self._outcome(proc.returncode, elapsed, timed_out, log_path)
 
@@ -154,27 +159,9 @@ class LocalSession:
         }
         jail = [
             "bwrap",
-            "--unshare-all",
+            *SYSTEM_VIEW,
             "--die-with-parent",
             "--new-session",
-            "--ro-bind",
-            "/usr",
-            "/usr",
-            "--ro-bind",
-            "/etc/alternatives",
-            "/etc/alternatives",
-            "--symlink",
-            "usr/bin",
-            "/bin",
-            "--symlink",
-            "usr/lib",
-            "/lib",
-            "--symlink",
-            "usr/lib64",
-            "/lib64",
-            "--symlink",
-            "usr/sbin",
-            "/sbin",
             "--proc",
             "/proc",
             "--dev",
@@ -220,7 +207,17 @@ class LocalSession:
         )
 
 
-def _limit(limits: Limits, cpu_s: float) -> None:
+def _fresh_uid() -> int:
+    """A uid no other live session uses (pid and a counter spread over the range)."""
+    global _SESSIONS
+    _SESSIONS += 1
+    return SANDBOX_UID_BASE + (os.getpid() * 64 + _SESSIONS) % SANDBOX_UID_COUNT
+
+
+_SESSIONS = 0
+
+
+def _limit(limits: Limits, cpu_s: float, uid: int) -> None:
     """In the child, before exec: rlimits, then an unprivileged user."""
     cpu = int(cpu_s) + 1
     memory = limits.memory_limit_mb * 2**20
@@ -228,20 +225,20 @@ def _limit(limits: Limits, cpu_s: float) -> None:
     resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
     resource.setrlimit(resource.RLIMIT_FSIZE, (OUTPUT_LIMIT_BYTES, OUTPUT_LIMIT_BYTES))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-    _drop_privileges()
+    _drop_privileges(uid)
 
 
-def _drop_privileges() -> None:
+def _drop_privileges(uid: int) -> None:
     if os.geteuid() == 0:  # run as a user that owns nothing; NPROC then counts only its own
         os.setgroups([])
-        os.setgid(SANDBOX_UID)
-        os.setuid(SANDBOX_UID)
+        os.setgid(uid)
+        os.setuid(uid)
         resource.setrlimit(resource.RLIMIT_NPROC, (MAX_PROCESSES, MAX_PROCESSES))
 
 
-def _give_to_sandbox_user(path: Path) -> None:
+def _give_to_sandbox_user(path: Path, uid: int) -> None:
     if os.geteuid() == 0:
-        os.chown(path, SANDBOX_UID, SANDBOX_UID)
+        os.chown(path, uid, uid)
 
 
 def _kill_group(proc: subprocess.Popen[bytes]) -> None:
@@ -250,12 +247,12 @@ def _kill_group(proc: subprocess.Popen[bytes]) -> None:
     proc.wait()
 
 
-def _kill_user_processes() -> None:
-    """Kill every process of the sandbox user (only when it is a dedicated user)."""
+def _kill_user_processes(uid: int) -> None:
+    """Kill every process of the session's own uid (only when we could switch to it)."""
     if os.geteuid() != 0:
         return
     for _ in range(3):  # a fork bomb may fork while we kill
-        pids = [p for p in _pids_of(SANDBOX_UID)]
+        pids = _pids_of(uid)
         if not pids:
             return
         for pid in pids:
