@@ -35,3 +35,7 @@ class PlanError(InputError):
 
 class PackageError(InputError):
     """A problem package breaks a rule."""
+
+
+class SubmissionError(InputError):
+    """A broken upload: the message says what to fix; verdict BUILD_ERROR upstream."""

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from judge import submission
+from judge import archive as unpacking
 from judge.submission import CXX_FLAGS, SubmissionError, prepare_submission
 
 MIB = 1024 * 1024
@@ -324,10 +324,10 @@ def test_zip_many_members_adding_up_past_the_limit(tmp_path):
 
 def test_size_is_enforced_while_writing(tmp_path, monkeypatch):
     # Headers that under-declare are the reason for this check; feed more data than allowed.
-    monkeypatch.setattr(submission, "MAX_TOTAL_BYTES", 2 * MIB)
-    budget = submission._Budget("sub.zip")
+    monkeypatch.setattr(unpacking, "MAX_TOTAL_BYTES", 2 * MIB)
+    budget = unpacking._Budget("sub.zip")
     with pytest.raises(SubmissionError, match="more than 2 MiB"):
-        submission._write_file(
+        unpacking._write_file(
             "sub.zip", tmp_path, ("a.bin",), False, io.BytesIO(bytes(5 * MIB)), budget
         )
     assert (tmp_path / "a.bin").stat().st_size <= 2 * MIB
