@@ -14,7 +14,7 @@ from rich.table import Table
 
 from judge.csvtable import INT_LIMIT
 from judge.errors import InputError
-from judge.importer import import_minimalloc
+from judge.importer import import_minimalloc, name_and_capacity
 from judge.package import Problem, load_cases, load_problem
 from judge.pipeline import JudgeReport, judge_planner
 from judge.sandbox import SandboxError, default_sandbox_name
@@ -36,11 +36,6 @@ def _fail(message: str, code: int = 2) -> typer.Exit:
     return typer.Exit(code)
 
 
-def _capacity_from_name(path: Path) -> int | None:
-    match = re.match(r"^.+\.(\d+)$", path.stem)
-    return int(match.group(1)) if match else None
-
-
 @app.command()
 def verify(
     case: Path,
@@ -50,7 +45,7 @@ def verify(
     as_json: Annotated[bool, typer.Option("--json", help="one JSON object")] = False,
 ) -> None:
     """Verify PLAN for CASE: verdict, peak, lower bound and score."""
-    cap = capacity if capacity is not None else _capacity_from_name(case)
+    cap = capacity if capacity is not None else name_and_capacity(case)[1]
     ptype = get_type(type_)
     try:
         parsed = ptype.parse_case(case, INT_LIMIT if cap is None else cap)

@@ -101,7 +101,7 @@ def parse_id_table(
         if bad is not None:
             cell = body.split("\n", bad + 1)[bad].split(",")[k + 1]
             lo, hi = ranges[name]
-            message = f"column '{name}' is {_show(cell)}, outside [{lo}, {hi}]"
+            message = f"column '{name}' is {show_cell(cell)}, outside [{lo}, {hi}]"
             raise error(message, path, table.line_of(bad))
     return table
 
@@ -135,7 +135,9 @@ def _slow_path(
                 raise error("column 'id' is empty", path, i + 2)
             for name, cell in zip(header[1:], cells[1:], strict=True):
                 if not _INT_CELL.fullmatch(cell):
-                    what = "is empty" if cell == "" else f"must be an integer, got {_show(cell)}"
+                    what = (
+                        "is empty" if cell == "" else f"must be an integer, got {show_cell(cell)}"
+                    )
                     raise error(f"column '{name}' {what}", path, i + 2)
         ids = [cells[0] for cells in rows]
         clipped = [[_clip(int(c)) for c in cells[1:]] for cells in rows]
@@ -186,7 +188,8 @@ def _check_header(
         raise error(f"header must be '{want}', got '{','.join(header)[:80]}'", path, 1)
 
 
-def _show(cell: str) -> str:
+def show_cell(cell: str) -> str:
+    """A cell quoted for an error message, cut to 40 characters."""
     return repr(cell if len(cell) <= 40 else cell[:37] + "...")
 
 

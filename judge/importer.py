@@ -63,12 +63,17 @@ def import_minimalloc(
     return load_problem(target)
 
 
+def name_and_capacity(path: Path) -> tuple[str, int | None]:
+    """MiniMalloc names cases NAME.CAPACITY.csv: the name, and the capacity if given."""
+    match = _CAPACITY_IN_NAME.match(path.stem)
+    return (match["name"], int(match["capacity"])) if match else (path.stem, None)
+
+
 def _stage_case(
     path: Path, staging: Path, capacity: int | None, hidden: frozenset[str]
 ) -> dict[str, object]:
-    match = _CAPACITY_IN_NAME.match(path.stem)
-    name = match["name"] if match else path.stem
-    cap = capacity if capacity is not None else int(match["capacity"]) if match else None
+    name, from_name = name_and_capacity(path)
+    cap = capacity if capacity is not None else from_name
     if cap is None:
         raise PackageError(
             "no capacity in the file name (NAME.CAPACITY.csv); pass --capacity", path

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from judge.package import Limits
-from judge.sandbox.base import OUTPUT_LIMIT_BYTES, RunOutcome, SandboxError, tail
+from judge.sandbox.base import LOG_TAIL_BYTES, OUTPUT_LIMIT_BYTES, RunOutcome, SandboxError, tail
 
 IMAGE = os.environ.get("MEMORACE_RUNNER_IMAGE", "memorace/runner:latest")
 PLANNER_USER = "10001"
@@ -128,8 +128,8 @@ OOM_KILLS = (
 AFTER_RUN = f"""kill -9 -1 2>/dev/null
 oom=$({OOM_KILLS}); size=$(stat -c %s {LOG} 2>/dev/null || echo 0)
 big=$(find /out -type f -size +{OUTPUT_LIMIT_BYTES - 1}c | head -n 1 | wc -l)
-echo "${{oom:-0}} $size $big $(tail -c 8192 {LOG} 2>/dev/null | wc -c)"
-tail -c 8192 {LOG} 2>/dev/null
+echo "${{oom:-0}} $size $big $(tail -c {LOG_TAIL_BYTES} {LOG} 2>/dev/null | wc -c)"
+tail -c {LOG_TAIL_BYTES} {LOG} 2>/dev/null
 tar -C /out -cf - .
 rm -rf /out/* /out/.[!.]* /tmp/* /tmp/.[!.]* 2>/dev/null; true"""
 

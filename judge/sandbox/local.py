@@ -22,7 +22,7 @@ from functools import cache
 from pathlib import Path
 
 from judge.package import Limits
-from judge.sandbox.base import OUTPUT_LIMIT_BYTES, RunOutcome, tail
+from judge.sandbox.base import LOG_TAIL_BYTES, OUTPUT_LIMIT_BYTES, RunOutcome, tail
 
 log = logging.getLogger("memorace.sandbox")
 # Each session runs as its own uid from this range (no passwd entry needed): a uid that
@@ -189,7 +189,7 @@ class LocalSession:
     def _outcome(self, code: int, elapsed: float, timed_out: bool, log_path: Path) -> RunOutcome:
         size = log_path.stat().st_size
         with log_path.open("rb") as fh:
-            fh.seek(max(0, size - 8192))
+            fh.seek(max(0, size - LOG_TAIL_BYTES))
             text = tail(fh.read())
         if self.namespaced and code > 128:  # bubblewrap reports a signal death as 128 + signal
             code = -(code - 128)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
-from judge.csvtable import INT_LIMIT, parse_id_table, read_bounded
+from judge.csvtable import INT_LIMIT, parse_id_table, read_bounded, show_cell
 from judge.errors import PlanError
 from judge.types.offset.case import OffsetCase
 
@@ -46,7 +46,7 @@ def _rows_of_ids(ids: list[str], case: OffsetCase, path: str) -> np.ndarray:
     unknown = np.flatnonzero(rows < 0)
     if unknown.size:
         i = int(unknown[0])
-        raise PlanError(f"unknown buffer id {_show(ids[i])}", path, i + 2)
+        raise PlanError(f"unknown buffer id {show_cell(ids[i])}", path, i + 2)
     counts = np.bincount(rows, minlength=len(case))
     if (counts > 1).any():
         dup = int(np.flatnonzero(counts > 1)[0])
@@ -58,7 +58,3 @@ def _rows_of_ids(ids: list[str], case: OffsetCase, path: str) -> np.ndarray:
         more = f" and {missing.size - 5} more" if missing.size > 5 else ""
         raise PlanError(f"{missing.size} buffer(s) have no offset: {names}{more}", path)
     return rows
-
-
-def _show(text: str) -> str:
-    return repr(text if len(text) <= 40 else text[:37] + "...")
