@@ -1,5 +1,5 @@
 """Benchmark: the docker sandbox's own overhead per case with container reuse
-(one container per judging, a `docker exec` per case) next to a fresh
+(one container per judging, one supervisor exec running every case) next to a fresh
 `docker run` per case. A trivial planner over 50 cases; prints figures.
 
     python benchmarks/sandbox_overhead.py [--cases 50]

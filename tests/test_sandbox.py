@@ -293,3 +293,39 @@ def test_reference_planners_through_docker_match_the_local_judge(sandbox):
         sandbox=sandbox,
     )
     assert {r.verdict for r in strong.results} == {Verdict.OK}
+
+
+DOCKER = [p for p in SANDBOXES if p.id == "docker"]
+# The first case attacks the in-container supervisor (its parent); later cases behave.
+ATTACK_SUPERVISOR = (
+    """
+    import signal
+    marker = '/work/attacked'
+    if not os.path.exists(marker):
+        open(marker, 'w').close()
+        parent = os.getppid()
+        for probe in [f'/proc/{parent}/mem', f'/proc/{parent}/fd/0', f'/proc/{parent}/environ']:
+            try:
+                open(probe, 'rb').read(1); print('read', probe); sys.exit(42)
+            except OSError: pass
+        os.kill(parent, signal.%s)
+        time.sleep(30)
+    """
+    + GOOD_PLAN
+)
+
+
+@pytest.mark.parametrize("sandbox", DOCKER)
+@pytest.mark.parametrize("attack", ["SIGKILL", "SIGSTOP"])
+def test_planner_cannot_break_the_docker_supervisor(problem, tmp_path, sandbox, attack):
+    """Killing or stopping the supervisor fails that case only (bounded time); its
+    memory and pipes are out of the planner's reach; the next cases are judged."""
+    source = tmp_path / "planner.py"
+    source.write_text("import os, sys, time\n" + textwrap.dedent(ATTACK_SUPERVISOR % attack))
+    start = time.monotonic()
+    report = judge_planner(problem, source, split="all", time_limit_s=2.0, sandbox=sandbox)
+    first, *rest = report.results
+    assert first.verdict in {Verdict.RUNTIME_ERROR, Verdict.TIME_LIMIT}, first.message
+    assert "supervisor" in first.log
+    assert rest and all(r.verdict == Verdict.OK for r in rest), [r.message for r in rest]
+    assert time.monotonic() - start < 30

@@ -3,18 +3,21 @@
 The container (no network, read-only root, all capabilities dropped,
 no-new-privileges, memory/pids/CPU limits, size-capped tmpfs for /tmp, /out
 and /work) idles as root while each build and case runs in it through
-`docker exec` as the unprivileged `planner` user. Limits are enforced from
-outside: the judge times each run and, on expiry or after every case, kills
-every process of the planner user (which cannot reach the idle root process).
+`docker exec` as the unprivileged `planner` user. One exec per judging starts
+the supervisor (`agent.py`) that runs every build and case on request, so a
+case costs no engine round trip; it enforces the wall limit, then kills every
+process of the planner user (which cannot reach the idle root process). The
+judge keeps its own deadline: a supervisor that the planner killed or stopped
+is replaced and that case fails.
 """
 
 from __future__ import annotations
 
 import io
+import json
 import os
 import signal
 import tarfile
-import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
@@ -108,30 +111,100 @@ class DockerSandbox:
             container = _client().containers.create(**spec)
         except Exception as exc:
             raise SandboxError(f"cannot create the sandbox container: {exc}") from exc
+        session = DockerSession(container, host, build, run, limits)
         try:
             container.start()
-            session = DockerSession(container, host, build, run, limits)
             session.prepare()
             yield session
         finally:
+            session.close()
             with suppress(Exception):  # always gone, also on KeyboardInterrupt
                 container.remove(force=True)
 
 
-OOM_KILLS = (
-    "awk '/^oom_kill /{print $2; exit}' /sys/fs/cgroup/memory/memory.oom_control "
-    "/sys/fs/cgroup/memory.events 2>/dev/null"
-)
-# One exec after every run, so that a case costs two round trips to the engine: kill
-# what is left of the planner, report OOM kills and sizes, the log tail, /out as tar
-# (a tmpfs, which `docker cp` cannot see), then wipe /out and /tmp for the next case.
-AFTER_RUN = f"""kill -9 -1 2>/dev/null
-oom=$({OOM_KILLS}); size=$(stat -c %s {LOG} 2>/dev/null || echo 0)
-big=$(find /out -type f -size +{OUTPUT_LIMIT_BYTES - 1}c | head -n 1 | wc -l)
-echo "${{oom:-0}} $size $big $(tail -c {LOG_TAIL_BYTES} {LOG} 2>/dev/null | wc -c)"
-tail -c {LOG_TAIL_BYTES} {LOG} 2>/dev/null
-tar -C /out -cf - .
-rm -rf /out/* /out/.[!.]* /tmp/* /tmp/.[!.]* 2>/dev/null; true"""
+AGENT_SOURCE = (Path(__file__).parent / "agent.py").read_text()
+AGENT_GRACE_S = 5.0  # beyond the wall limit, before the agent counts as lost
+HELLO = {"cmd": ["true"], "wall_s": 10}
+
+
+class AgentLost(Exception):
+    """The in-container supervisor died, stopped answering or answered nonsense."""
+
+
+class Agent:
+    """The judge's end of one supervisor exec: request lines in, framed answers out."""
+
+    def __init__(self, container: Any):
+        api = container.client.api
+        exec_id = api.exec_create(
+            container.id,
+            ["python3", "-I", "-c", AGENT_SOURCE, str(OUTPUT_LIMIT_BYTES), str(LOG_TAIL_BYTES)],
+            user=PLANNER_USER,
+            workdir="/",
+            stdin=True,
+            stdout=True,
+            stderr=False,
+        )["Id"]
+        self.io = api.exec_start(exec_id, socket=True)
+        self.sock = getattr(self.io, "_sock", self.io)  # the raw socket, for timeouts
+        self.buffer = bytearray()  # demultiplexed stdout not yet consumed
+
+    def call(self, cmd: list[str], wall_s: float) -> tuple[dict[str, Any], bytes, bytes]:
+        deadline = time.monotonic() + wall_s + AGENT_GRACE_S
+        try:
+            self.sock.sendall(json.dumps({"cmd": cmd, "wall_s": wall_s}).encode() + b"\n")
+            line = self._read_line(deadline)
+            if not line.startswith(b"MEMORACE "):
+                raise AgentLost(f"unexpected answer {line[:80]!r}")
+            header = json.loads(line[len(b"MEMORACE ") :])
+            tail_bytes = self._read(int(header["tail_len"]), deadline)
+            archive = self._read(int(header["tar_len"]), deadline)
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise AgentLost(str(exc) or type(exc).__name__) from exc
+        return header, tail_bytes, archive
+
+    def close(self) -> None:
+        with suppress(Exception):
+            self.sock.close()
+
+    def _read_line(self, deadline: float) -> bytes:
+        while b"\n" not in self.buffer:
+            if len(self.buffer) > 2**16:
+                raise AgentLost("an overlong header")
+            self._fill(deadline)
+        line, _, rest = bytes(self.buffer).partition(b"\n")
+        self.buffer[:] = rest
+        return line
+
+    def _read(self, n: int, deadline: float) -> bytes:
+        if n > OUTPUT_LIMIT_BYTES + 2**20:
+            raise AgentLost(f"an answer of {n} bytes")
+        while len(self.buffer) < n:
+            self._fill(deadline)
+        data = bytes(self.buffer[:n])
+        del self.buffer[:n]
+        return data
+
+    def _fill(self, deadline: float) -> None:
+        """Read one multiplexed frame (8-byte header: stream, 0, 0, 0, big-endian size)."""
+        header = self._recv_exactly(8, deadline)
+        size = int.from_bytes(header[4:], "big")
+        payload = self._recv_exactly(size, deadline)
+        if header[0] == 1:  # stdout; anything else is not the agent's answer
+            self.buffer += payload
+
+    def _recv_exactly(self, n: int, deadline: float) -> bytes:
+        data = bytearray()
+        while len(data) < n:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise AgentLost("no answer in time")
+            self.sock.settimeout(left)
+            chunk = self.sock.recv(min(n - len(data), 2**20))
+            if not chunk:
+                raise AgentLost("the agent's stream ended")
+            data += chunk
+        return bytes(data)
 
 
 class DockerSession:
@@ -141,14 +214,19 @@ class DockerSession:
         self.container, self.build_cmd, self.run_cmd, self.limits = container, build, run, limits
         self.case_dir, self.out_dir = host / "case", host / "out"
         self.oom_kills = 0
+        self.agent: Agent | None = None
 
     def prepare(self) -> None:
         code, out = self.container.exec_run(
-            ["sh", "-c", f"cp -R /submission/. /work/ && {OOM_KILLS}"], user=PLANNER_USER
+            ["sh", "-c", "cp -R /submission/. /work/"], user=PLANNER_USER
         )
         if code != 0:
             raise SandboxError(f"cannot copy the submission into the sandbox: {out[-500:]!r}")
-        self.oom_kills = int(out.strip() or 0)
+        self._start_agent()
+
+    def close(self) -> None:
+        if self.agent:
+            self.agent.close()
 
     def build(self, timeout_s: float) -> RunOutcome | None:
         return self._run(self.build_cmd, timeout_s) if self.build_cmd else None
@@ -158,68 +236,48 @@ class DockerSession:
             entry.unlink()
         return self._run(self.run_cmd, time_limit_s)
 
+    def _start_agent(self) -> None:
+        try:
+            self.agent = Agent(self.container)
+            header, _, _ = self.agent.call(HELLO["cmd"], HELLO["wall_s"])
+        except Exception as exc:
+            raise SandboxError(f"the sandbox supervisor did not start: {exc}") from exc
+        self.oom_kills = int(header["oom"])
+
     def _run(self, cmd: list[str], wall_s: float) -> RunOutcome:
-        code, elapsed, timed_out = self._exec(cmd, wall_s)
-        oom, log_size, big, log, fetched = self._after_run()
+        assert self.agent is not None
+        start = time.monotonic()
+        try:
+            header, log, archive = self.agent.call(cmd, wall_s)
+        except AgentLost as exc:
+            return self._recover(time.monotonic() - start, wall_s, str(exc))
+        oom = int(header["oom"])
+        timed_out = bool(header["timed_out"])
         memory = not timed_out and oom > self.oom_kills
         self.oom_kills = oom
+        code = header["code"]
         too_much = not timed_out and (
-            code == -signal.SIGXFSZ or log_size >= OUTPUT_LIMIT_BYTES or big or not fetched
+            code == -signal.SIGXFSZ or header["log_size"] >= OUTPUT_LIMIT_BYTES or header["big"]
         )
+        self._unpack_out(archive)
         return RunOutcome(
             None if timed_out else code,
-            elapsed,
+            float(header["time_s"]),
             timed_out,
             memory_exceeded=memory,
             output_exceeded=too_much,
-            log=log,
+            log=tail(log),
         )
 
-    def _exec(self, cmd: list[str], wall_s: float) -> tuple[int | None, float, bool]:
-        # The log goes to a file under a file-size rlimit, not through the docker API:
-        # a planner printing a gigabyte then dies of SIGXFSZ instead of flooding the judge.
-        blocks = OUTPUT_LIMIT_BYTES // 512
-        script = (
-            f'ulimit -t {int(wall_s) + 1}; ulimit -c 0; ulimit -f {blocks}; exec "$@" > {LOG} 2>&1'
-        )
-        api = self.container.client.api
-        exec_id = api.exec_create(
-            self.container.id,
-            ["sh", "-c", script, "planner", *cmd],
-            user=PLANNER_USER,
-            workdir="/work",
-        )["Id"]
-        waiter = threading.Thread(target=lambda: api.exec_start(exec_id), daemon=True)
-        start = time.monotonic()
-        waiter.start()
-        waiter.join(wall_s)
-        elapsed = time.monotonic() - start
-        timed_out = waiter.is_alive()
-        if timed_out:
-            with suppress(Exception):
-                self.container.exec_run(["sh", "-c", "kill -9 -1"], user=PLANNER_USER)
-            waiter.join(10)
-        code = api.exec_inspect(exec_id).get("ExitCode")
-        if code is not None and code > 128:  # the shell convention for a signal death
-            code = -(code - 128)
-        return code, elapsed, timed_out
-
-    def _after_run(self) -> tuple[int, int, bool, str, bool]:
-        """(OOM kills so far, log size, a file in /out too big, log tail, /out fetched)."""
-        api = self.container.client.api
-        exec_id = api.exec_create(
-            self.container.id, ["sh", "-c", AFTER_RUN], user=PLANNER_USER, stdout=True, stderr=False
-        )["Id"]
-        data = bytearray()
-        for chunk in api.exec_start(exec_id, stream=True):
-            data += chunk
-            if len(data) > OUTPUT_LIMIT_BYTES + 2**20:
-                return 0, 0, True, "", False
-        header, _, rest = bytes(data).partition(b"\n")
-        oom, log_size, big, tail_len = (int(x) for x in header.split())
-        log, archive = rest[:tail_len], rest[tail_len:]
-        self._unpack_out(archive)
-        return oom, log_size, bool(big), tail(log), True
+    def _recover(self, elapsed: float, wall_s: float, why: str) -> RunOutcome:
+        """The planner killed or stopped its supervisor: kill everything, start a new one."""
+        self.close()
+        with suppress(Exception):
+            self.container.exec_run(["sh", "-c", "kill -9 -1"], user=PLANNER_USER)
+        self._start_agent()
+        timed_out = elapsed >= wall_s
+        note = f"the planner broke the sandbox's supervisor ({why})"
+        return RunOutcome(None if timed_out else -signal.SIGKILL, elapsed, timed_out, log=note)
 
     def _unpack_out(self, archive: bytes) -> None:
         """Regular files at the top of /out, nothing else (no links, no paths)."""
