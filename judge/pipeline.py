@@ -8,6 +8,7 @@ the queue worker and the tests all call `judge_planner`.
 from __future__ import annotations
 
 import hashlib
+import os
 import shutil
 import tempfile
 from collections.abc import Callable
@@ -54,7 +55,10 @@ def judge_planner(
     time_limit_s: float | None = None,
     sandbox: str | Sandbox = "local",
     gpu_slot: int | None = None,
+    plan_store: Path | None = None,
 ) -> JudgeReport:
+    """Judge `source` on the cases of `split`; `plan_store`, when given, keeps every
+    plan under its sha256 (what a rescore re-verifies without running anything)."""
     box = get_sandbox(sandbox) if isinstance(sandbox, str) else sandbox
     report = JudgeReport(problem.slug, Path(source).name, box.name)
     cases = load_cases(problem, split)
@@ -69,7 +73,7 @@ def judge_planner(
             if built is not None and (built.exit_code != 0 or built.timed_out):
                 return _all_failed(report, cases, built.log or "the build failed", on_result)
             for lc in cases:
-                result = judge_case(problem, lc, session, limit)
+                result = judge_case(problem, lc, session, limit, plan_store)
                 report.results.append(result)
                 if on_result:
                     on_result(result)
@@ -77,7 +81,11 @@ def judge_planner(
 
 
 def judge_case(
-    problem: Problem, lc: LoadedCase, session: Session, time_limit_s: float
+    problem: Problem,
+    lc: LoadedCase,
+    session: Session,
+    time_limit_s: float,
+    plan_store: Path | None = None,
 ) -> CaseResult:
     ptype = problem.ptype
     _empty(session.case_dir)
@@ -89,6 +97,9 @@ def judge_case(
         return _failed(lc, *failure, run.log, run.time_s)
     plan_path = session.out_dir / ptype.plan_file
     verification, score = check_plan(ptype, lc.case, lc.lower_bound, plan_path)
+    digest = _digest(plan_path)
+    if plan_store is not None and digest is not None:
+        keep_plan(plan_path, plan_store, digest)
     return CaseResult(
         case=lc.spec.name,
         split=lc.spec.split,
@@ -99,7 +110,7 @@ def judge_case(
         peak=verification.peak,
         score=score,
         time_s=round(run.time_s, 3),
-        plan_digest=_digest(plan_path),
+        plan_digest=digest,
         log=run.log,
     )
 
@@ -162,3 +173,19 @@ def _digest(path: Path) -> str | None:
         for chunk in iter(lambda: fh.read(1 << 20), b""):
             h.update(chunk)
     return h.hexdigest()
+
+
+def stored_plan(plan_store: Path, digest: str) -> Path:
+    return plan_store / digest[:2] / digest
+
+
+def keep_plan(plan_path: Path, plan_store: Path, digest: str) -> None:
+    """Content-addressed: the same plan from any judging is stored once."""
+    target = stored_plan(plan_store, digest)
+    if target.exists():
+        return
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, partial = tempfile.mkstemp(dir=target.parent, suffix=".partial")
+    os.close(fd)
+    shutil.copyfile(plan_path, partial)
+    os.replace(partial, target)  # atomic: a reader never sees half a plan

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import io
 import os
+import socket
 import subprocess
 import tarfile
 import textwrap
@@ -266,7 +267,10 @@ def test_container_spec_locks_the_planner_down(tmp_path):
             str(tmp_path / "sub"): {"bind": "/submission", "mode": "ro"},
         },
         "environment": {"MEMORACE_CASE_DIR": "/case", "MEMORACE_OUT_DIR": "/out"},
-        "labels": {"memorace.sandbox": "1"},
+        "labels": {
+            "memorace.sandbox": "1",
+            "memorace.owner": f"{socket.gethostname()}:{os.getpid()}",
+        },
         "detach": True,
     }
     assert "device_requests" not in container_spec(tmp_path, tmp_path, Limits(), None)

@@ -17,6 +17,7 @@ import io
 import json
 import os
 import signal
+import socket
 import tarfile
 import time
 from collections.abc import Iterator
@@ -37,6 +38,7 @@ TMPFS = {
     "/work": "rw,exec,nosuid,nodev,size=512m,uid=10001,gid=10001,mode=0755",
 }
 LABEL = "memorace.sandbox"
+OWNER_LABEL = "memorace.owner"  # host:pid of the judge process that made it
 LOG = "/tmp/.memorace.log"  # the planner's stdout and stderr
 
 
@@ -52,6 +54,30 @@ def engine_available() -> bool:
         return bool(_client().ping())
     except Exception:  # no SDK, no socket, no daemon: all mean "not available"
         return False
+
+
+def remove_orphans() -> int:
+    """Remove sandbox containers whose judge process (on this host) is gone: a judge
+    killed with SIGKILL could not remove its own."""
+    host, removed = socket.gethostname(), 0
+    for container in _client().containers.list(all=True, filters={"label": LABEL}):
+        owner_host, _, pid = container.labels.get(OWNER_LABEL, "").rpartition(":")
+        if owner_host != host or not pid.isdigit() or _alive(int(pid)):
+            continue
+        with suppress(Exception):
+            container.remove(force=True)
+            removed += 1
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def container_spec(
@@ -77,7 +103,7 @@ def container_spec(
             str(submission_root): {"bind": "/submission", "mode": "ro"},
         },
         "environment": {"MEMORACE_CASE_DIR": "/case", "MEMORACE_OUT_DIR": "/out"},
-        "labels": {LABEL: "1"},
+        "labels": {LABEL: "1", OWNER_LABEL: f"{socket.gethostname()}:{os.getpid()}"},
         "detach": True,
     }
     if limits.gpus > 0:

@@ -1,0 +1,188 @@
+"""Organizer actions; each one is written to the audit log in the same transaction."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from api import queue
+from api.audit import record
+from api.auth import hash_password, new_token
+from api.db.models import Contest, Judging, Submission, Team, User
+from api.errors import Conflict, NotFound, ServiceError
+from api.problems import current_version
+
+
+def create_team(db: Session, name: str, actor: User | None) -> Team:
+    name = name.strip()
+    if not 1 <= len(name) <= 100:
+        raise ServiceError("a team name has 1 to 100 characters")
+    if db.scalar(select(Team).where(Team.name == name)):
+        raise Conflict(f"team '{name}' exists already")
+    team = Team(name=name)
+    db.add(team)
+    db.flush()
+    record(db, actor, "create_team", name)
+    return team
+
+
+def create_user(
+    db: Session,
+    username: str,
+    password: str,
+    team_name: str | None,
+    is_admin: bool,
+    actor: User | None,
+) -> User:
+    username = username.strip()
+    if not 1 <= len(username) <= 100:
+        raise ServiceError("a username has 1 to 100 characters")
+    if password and len(password) < 8:
+        raise ServiceError("a password has at least 8 characters")
+    if db.scalar(select(User).where(User.username == username)):
+        raise Conflict(f"user '{username}' exists already")
+    team = None
+    if team_name:
+        team = db.scalar(select(Team).where(Team.name == team_name))
+        if team is None:
+            raise NotFound(f"no team '{team_name}'")
+    user = User(
+        username=username,
+        password_hash=hash_password(password) if password else "",
+        team_id=team.id if team else None,
+        is_admin=is_admin,
+    )
+    db.add(user)
+    db.flush()
+    record(db, actor, "create_user", username, {"team": team_name, "admin": is_admin})
+    return user
+
+
+def issue_token(db: Session, username: str, name: str, actor: User | None) -> str:
+    user = db.scalar(select(User).where(User.username == username))
+    if user is None:
+        raise NotFound(f"no user '{username}'")
+    token = new_token(db, user, name)
+    record(db, actor, "issue_token", username, {"name": name})
+    return token
+
+
+def rejudge(
+    db: Session,
+    actor: User | None,
+    submission_id: int | None = None,
+    team: str | None = None,
+    problem: str | None = None,
+) -> list[int]:
+    """Queue a new judging (lower priority than fresh submissions) for each chosen
+    submission; the earlier judgings stay as history. Returns the judging ids."""
+    subs = _select_submissions(db, submission_id, team, problem)
+    ids = []
+    for sub in subs:
+        for old in db.scalars(
+            select(Judging).where(Judging.submission_id == sub.id, Judging.status == "queued")
+        ):
+            old.status, old.reason = "superseded", "replaced by a rejudge"
+        judging = Judging(submission_id=sub.id, kind="rejudge", priority=queue.PRIORITY_REJUDGE)
+        db.add(judging)
+        sub.status, sub.status_detail = "queued", "queued for a rejudge"
+        db.flush()
+        ids.append(judging.id)
+    record(
+        db,
+        actor,
+        "rejudge",
+        _what(submission_id, team, problem),
+        {"judgings": ids, "count": len(ids)},
+    )
+    return ids
+
+
+def send_rejudges(ids: list[int]) -> None:
+    for judging_id in ids:
+        queue.enqueue_judging(judging_id, queue.PRIORITY_REJUDGE)
+
+
+def _what(submission_id: int | None, team: str | None, problem: str | None) -> str:
+    parts = [f"submission {submission_id}" if submission_id else "", f"team {team}" if team else ""]
+    parts.append(f"problem {problem}" if problem else "")
+    return ", ".join(p for p in parts if p)
+
+
+def _select_submissions(
+    db: Session, submission_id: int | None, team: str | None, problem: str | None
+) -> list[Submission]:
+    if not (submission_id or team or problem):
+        raise ServiceError("say which submissions: submission_id, team or problem")
+    query = select(Submission).order_by(Submission.id)
+    if submission_id:
+        query = query.where(Submission.id == submission_id)
+    if team:
+        found = db.scalar(select(Team).where(Team.name == team))
+        if found is None:
+            raise NotFound(f"no team '{team}'")
+        query = query.where(Submission.team_id == found.id)
+    if problem:
+        query = query.where(Submission.version_id == current_version(db, problem).id)
+    subs = list(db.scalars(query))
+    if submission_id and not subs:
+        raise NotFound(f"no submission {submission_id}")
+    return subs
+
+
+def disqualify(
+    db: Session, actor: User | None, submission_id: int | None, team: str | None, why: str
+) -> None:
+    if submission_id:
+        sub = db.get(Submission, submission_id)
+        if sub is None:
+            raise NotFound(f"no submission {submission_id}")
+        sub.disqualified = True
+    elif team:
+        found = db.scalar(select(Team).where(Team.name == team))
+        if found is None:
+            raise NotFound(f"no team '{team}'")
+        found.disqualified = True
+    else:
+        raise ServiceError("say whom: submission_id or team")
+    record(db, actor, "disqualify", _what(submission_id, team, None), {"why": why})
+
+
+def contest(db: Session) -> Contest:
+    row = db.get(Contest, 1)
+    if row is None:
+        row = Contest(id=1)
+        db.add(row)
+        db.flush()
+    return row
+
+
+def update_contest(db: Session, actor: User | None, changes: dict[str, Any]) -> Contest:
+    row = contest(db)
+    allowed = {"title", "start_at", "end_at", "freeze_at", "hidden_revealed"}
+    unknown = set(changes) - allowed
+    if unknown:
+        raise ServiceError(f"unknown contest settings: {', '.join(sorted(unknown))}")
+    for key, value in changes.items():
+        setattr(row, key, value)
+    start, end = row.start_at, row.end_at
+    if isinstance(start, datetime) and isinstance(end, datetime) and end <= start:
+        raise ServiceError("the contest must end after it starts")
+    record(db, actor, "update_contest", "contest", {k: str(v) for k, v in changes.items()})
+    return row
+
+
+def contest_dict(row: Contest) -> dict[str, Any]:
+    def iso(v: datetime | None) -> str | None:
+        return v.isoformat() if v else None
+
+    return {
+        "title": row.title,
+        "start_at": iso(row.start_at),
+        "end_at": iso(row.end_at),
+        "freeze_at": iso(row.freeze_at),
+        "hidden_revealed": row.hidden_revealed,
+    }

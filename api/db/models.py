@@ -1,0 +1,204 @@
+"""The database: SQLAlchemy 2 ORM models. The schema changes only through Alembic."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Boolean,
+    DateTime,
+    Float,
+    ForeignKey,
+    Integer,
+    MetaData,
+    String,
+    Text,
+    UniqueConstraint,
+)
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+class Base(DeclarativeBase):
+    # Named constraints, so that migrations can refer to them on every backend.
+    metadata = MetaData(
+        naming_convention={
+            "ix": "ix_%(column_0_label)s",
+            "uq": "uq_%(table_name)s_%(column_0_name)s",
+            "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+            "pk": "pk_%(table_name)s",
+        }
+    )
+
+
+Stamp = DateTime(timezone=True)
+
+
+class Team(Base):
+    __tablename__ = "teams"
+    id: Mapped[int] = mapped_column(primary_key=True)
+    name: Mapped[str] = mapped_column(String(100), unique=True)
+    disqualified: Mapped[bool] = mapped_column(Boolean, default=False)
+    created_at: Mapped[datetime] = mapped_column(Stamp, default=utcnow)
+
+
+class User(Base):
+    __tablename__ = "users"
+    id: Mapped[int] = mapped_column(primary_key=True)
+    username: Mapped[str] = mapped_column(String(100), unique=True)
+    password_hash: Mapped[str] = mapped_column(String(255), default="")  # argon2; "" = no login
+    team_id: Mapped[int | None] = mapped_column(ForeignKey("teams.id"), index=True)
+    is_admin: Mapped[bool] = mapped_column(Boolean, default=False)
+    created_at: Mapped[datetime] = mapped_column(Stamp, default=utcnow)
+    team: Mapped[Team | None] = relationship()
+
+
+class ApiToken(Base):
+    """Only the token's SHA-256 is stored: tokens are 256-bit random, so a fast hash
+    is enough (a slow password hash would only slow every API call)."""
+
+    __tablename__ = "api_tokens"
+    id: Mapped[int] = mapped_column(primary_key=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id"), index=True)
+    token_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    name: Mapped[str] = mapped_column(String(100), default="")
+    revoked: Mapped[bool] = mapped_column(Boolean, default=False)
+    created_at: Mapped[datetime] = mapped_column(Stamp, default=utcnow)
+    user: Mapped[User] = relationship()
+
+
+class Problem(Base):
+    __tablename__ = "problems"
+    id: Mapped[int] = mapped_column(primary_key=True)
+    slug: Mapped[str] = mapped_column(String(64), unique=True)
+    current_version_id: Mapped[int | None] = mapped_column(Integer)  # no FK: a cycle
+    created_at: Mapped[datetime] = mapped_column(Stamp, default=utcnow)
+
+
+class ProblemVersion(Base):
+    __tablename__ = "problem_versions"
+    __table_args__ = (UniqueConstraint("problem_id", "number"),)
+    id: Mapped[int] = mapped_column(primary_key=True)
+    problem_id: Mapped[int] = mapped_column(ForeignKey("problems.id"), index=True)
+    number: Mapped[int] = mapped_column(Integer)  # 1, 2, ... per problem
+    name: Mapped[str] = mapped_column(String(200))
+    type: Mapped[str] = mapped_column(String(32))
+    statement: Mapped[str] = mapped_column(Text)
+    package_path: Mapped[str] = mapped_column(String(500))
+    time_limit_s: Mapped[float] = mapped_column(Float)
+    sha256: Mapped[str] = mapped_column(String(64))
+    created_at: Mapped[datetime] = mapped_column(Stamp, default=utcnow)
+    problem: Mapped[Problem] = relationship()
+    cases: Mapped[list[Case]] = relationship(order_by="Case.name")
+
+
+class Case(Base):
+    __tablename__ = "cases"
+    __table_args__ = (UniqueConstraint("version_id", "name"),)
+    id: Mapped[int] = mapped_column(primary_key=True)
+    version_id: Mapped[int] = mapped_column(ForeignKey("problem_versions.id"), index=True)
+    name: Mapped[str] = mapped_column(String(100))
+    split: Mapped[str] = mapped_column(String(10))
+    weight: Mapped[float] = mapped_column(Float, default=1.0)
+    capacity: Mapped[int] = mapped_column(BigInteger)
+    lower_bound: Mapped[int] = mapped_column(BigInteger)  # computed once, at import
+    items: Mapped[int] = mapped_column(Integer)  # buffers or tensors
+
+
+class Submission(Base):
+    __tablename__ = "submissions"
+    id: Mapped[int] = mapped_column(primary_key=True)
+    team_id: Mapped[int] = mapped_column(ForeignKey("teams.id"), index=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id"))
+    version_id: Mapped[int] = mapped_column(ForeignKey("problem_versions.id"), index=True)
+    sha256: Mapped[str] = mapped_column(String(64), index=True)
+    filename: Mapped[str] = mapped_column(String(200))
+    language: Mapped[str] = mapped_column(String(20))
+    size: Mapped[int] = mapped_column(Integer)
+    # queued | running | done | error; status_detail always says why in words.
+    status: Mapped[str] = mapped_column(String(16), default="queued", index=True)
+    status_detail: Mapped[str] = mapped_column(Text, default="")
+    disqualified: Mapped[bool] = mapped_column(Boolean, default=False)
+    public_score: Mapped[float | None] = mapped_column(Float)
+    hidden_score: Mapped[float | None] = mapped_column(Float)
+    current_judging_id: Mapped[int | None] = mapped_column(Integer)  # the latest final one
+    created_at: Mapped[datetime] = mapped_column(Stamp, default=utcnow)
+    team: Mapped[Team] = relationship()
+    user: Mapped[User] = relationship()
+    version: Mapped[ProblemVersion] = relationship()
+
+
+class Judging(Base):
+    """One run (or rescore) of a submission; history is kept, the newest final one counts."""
+
+    __tablename__ = "judgings"
+    id: Mapped[int] = mapped_column(primary_key=True)
+    submission_id: Mapped[int] = mapped_column(ForeignKey("submissions.id"), index=True)
+    kind: Mapped[str] = mapped_column(String(16), default="judge")  # judge|rejudge|rescore
+    # queued | running | final | failed | superseded
+    status: Mapped[str] = mapped_column(String(16), default="queued", index=True)
+    reason: Mapped[str] = mapped_column(Text, default="")
+    priority: Mapped[int] = mapped_column(Integer, default=0)  # 0 = first
+    attempt: Mapped[int] = mapped_column(Integer, default=0)  # bumped by every (re)start
+    worker: Mapped[str] = mapped_column(String(200), default="")
+    sandbox: Mapped[str] = mapped_column(String(20), default="")
+    build_error: Mapped[str] = mapped_column(Text, default="")
+    public_score: Mapped[float | None] = mapped_column(Float)
+    hidden_score: Mapped[float | None] = mapped_column(Float)
+    enqueued_at: Mapped[datetime] = mapped_column(Stamp, default=utcnow)
+    started_at: Mapped[datetime | None] = mapped_column(Stamp)
+    heartbeat_at: Mapped[datetime | None] = mapped_column(Stamp)
+    finished_at: Mapped[datetime | None] = mapped_column(Stamp)
+    created_at: Mapped[datetime] = mapped_column(Stamp, default=utcnow)
+    submission: Mapped[Submission] = relationship()
+    results: Mapped[list[CaseResultRow]] = relationship(order_by="CaseResultRow.case")
+
+
+class CaseResultRow(Base):
+    __tablename__ = "case_results"
+    # One row per case per judging: a redelivered or duplicated task cannot add a second.
+    __table_args__ = (UniqueConstraint("judging_id", "case"),)
+    id: Mapped[int] = mapped_column(primary_key=True)
+    judging_id: Mapped[int] = mapped_column(ForeignKey("judgings.id"), index=True)
+    case: Mapped[str] = mapped_column(String(100))
+    split: Mapped[str] = mapped_column(String(10))
+    weight: Mapped[float] = mapped_column(Float)
+    verdict: Mapped[str] = mapped_column(String(20), index=True)
+    message: Mapped[str] = mapped_column(Text, default="")
+    peak: Mapped[int | None] = mapped_column(BigInteger)
+    lower_bound: Mapped[int] = mapped_column(BigInteger)
+    score: Mapped[float] = mapped_column(Float, default=0.0)
+    time_s: Mapped[float | None] = mapped_column(Float)
+    memory_mb: Mapped[float | None] = mapped_column(Float)
+    plan_digest: Mapped[str | None] = mapped_column(String(64))
+    log: Mapped[str] = mapped_column(Text, default="")
+    created_at: Mapped[datetime] = mapped_column(Stamp, default=utcnow)
+
+
+class Contest(Base):
+    """One row (id 1): the contest window, the freeze and whether hidden scores show."""
+
+    __tablename__ = "contest"
+    id: Mapped[int] = mapped_column(primary_key=True)
+    title: Mapped[str] = mapped_column(String(200), default="MemoRace")
+    start_at: Mapped[datetime | None] = mapped_column(Stamp)
+    end_at: Mapped[datetime | None] = mapped_column(Stamp)
+    freeze_at: Mapped[datetime | None] = mapped_column(Stamp)
+    hidden_revealed: Mapped[bool] = mapped_column(Boolean, default=False)
+
+
+class AuditEntry(Base):
+    __tablename__ = "audit_log"
+    id: Mapped[int] = mapped_column(primary_key=True)
+    at: Mapped[datetime] = mapped_column(Stamp, default=utcnow)
+    actor_id: Mapped[int | None] = mapped_column(ForeignKey("users.id"))
+    action: Mapped[str] = mapped_column(String(50))
+    target: Mapped[str] = mapped_column(String(200), default="")
+    detail: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    actor: Mapped[User | None] = relationship()

@@ -1,0 +1,71 @@
+"""FastAPI dependencies: the database session and who is asking."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Annotated
+
+from fastapi import Depends, Request
+from sqlalchemy.orm import Session
+
+from api.auth import user_for_token
+from api.db.models import User
+from api.db.session import session_factory
+from api.errors import Forbidden, ServiceError
+from api.settings import Settings, get_settings
+
+
+def settings_dep() -> Settings:
+    return get_settings()
+
+
+def db_dep(settings: Annotated[Settings, Depends(settings_dep)]) -> Iterator[Session]:
+    db = session_factory(settings.database_url)()
+    try:
+        yield db
+        db.commit()
+    except BaseException:
+        db.rollback()
+        raise
+    finally:
+        db.close()
+
+
+DB = Annotated[Session, Depends(db_dep)]
+Config = Annotated[Settings, Depends(settings_dep)]
+
+
+class Unauthorized(ServiceError):
+    status = 401
+
+
+def optional_user(request: Request, db: DB) -> User | None:
+    """From `Authorization: Bearer TOKEN`, else from the web session cookie."""
+    header = request.headers.get("authorization", "")
+    if header:
+        scheme, _, token = header.partition(" ")
+        if scheme.lower() != "bearer" or not token.strip():
+            raise Unauthorized("the Authorization header must be 'Bearer <token>'")
+        user = user_for_token(db, token.strip())
+        if user is None:
+            raise Unauthorized("this token is not valid (unknown or revoked)")
+        return user
+    user_id = request.session.get("user_id") if "session" in request.scope else None
+    return db.get(User, user_id) if user_id else None
+
+
+def current_user(user: Annotated[User | None, Depends(optional_user)]) -> User:
+    if user is None:
+        raise Unauthorized("log in or send 'Authorization: Bearer <token>'")
+    return user
+
+
+def admin_user(user: Annotated[User, Depends(current_user)]) -> User:
+    if not user.is_admin:
+        raise Forbidden("this needs an organizer's account")
+    return user
+
+
+Viewer = Annotated[User | None, Depends(optional_user)]
+Contestant = Annotated[User, Depends(current_user)]
+Admin = Annotated[User, Depends(admin_user)]

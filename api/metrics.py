@@ -1,0 +1,60 @@
+"""Prometheus metrics, read from the database at scrape time (the workers write there,
+so one API process sees the whole fleet): queue depth, judging latency, verdicts."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
+from prometheus_client.registry import Collector
+from sqlalchemy import func, select
+
+from api.db.models import CaseResultRow, Judging
+from api.db.session import session_scope
+from api.settings import get_settings
+from api.submissions import _aware
+
+BUCKETS = (1, 5, 15, 30, 60, 120, 300, 600, 1800, 3600)
+LATENCY_SAMPLE = 2000  # the newest final judgings
+
+
+class DatabaseCollector(Collector):
+    def collect(self) -> Iterator[GaugeMetricFamily | CounterMetricFamily | HistogramMetricFamily]:
+        with session_scope(get_settings().database_url) as db:
+            depth = GaugeMetricFamily(
+                "memorace_queue_depth", "Judgings by state", labels=["status"]
+            )
+            for status, n in db.execute(
+                select(Judging.status, func.count(Judging.id)).group_by(Judging.status)
+            ):
+                depth.add_metric([status], n)
+            yield depth
+            verdicts = CounterMetricFamily(
+                "memorace_case_verdicts", "Case results by verdict", labels=["verdict"]
+            )
+            for verdict, n in db.execute(
+                select(CaseResultRow.verdict, func.count(CaseResultRow.id)).group_by(
+                    CaseResultRow.verdict
+                )
+            ):
+                verdicts.add_metric([verdict], n)
+            yield verdicts
+            yield _latency(db)
+
+
+def _latency(db) -> HistogramMetricFamily:  # type: ignore[no-untyped-def]
+    rows = db.execute(
+        select(Judging.enqueued_at, Judging.finished_at)
+        .where(Judging.status == "final", Judging.kind != "rescore")
+        .order_by(Judging.id.desc())
+        .limit(LATENCY_SAMPLE)
+    ).all()
+    seconds = [(_aware(f) - _aware(e)).total_seconds() for e, f in rows if e and f]
+    buckets = [(str(b), sum(1 for s in seconds if s <= b)) for b in BUCKETS]
+    buckets.append(("+Inf", len(seconds)))
+    family = HistogramMetricFamily(
+        "memorace_judging_latency_seconds",
+        f"Queue to final, over the newest {LATENCY_SAMPLE} judgings",
+    )
+    family.add_metric([], buckets, sum_value=sum(seconds))
+    return family

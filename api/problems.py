@@ -1,0 +1,171 @@
+"""Problems in the database: import a package as a new version, read what pages show."""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+import tempfile
+from pathlib import Path
+
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from api.audit import record
+from api.db.models import Case, Problem, ProblemVersion, User
+from api.errors import NotFound, ServiceError
+from api.settings import Settings
+from judge.archive import unpack_tar, unpack_zip
+from judge.errors import InputError
+from judge.package import Problem as Package
+from judge.package import load_cases, load_problem
+
+
+def package_digest(root: Path) -> str:
+    """sha256 over every file's relative path and bytes (order-independent of the disk)."""
+    h = hashlib.sha256()
+    for path in sorted(p for p in root.rglob("*") if p.is_file()):
+        h.update(str(path.relative_to(root)).encode() + b"\0")
+        h.update(hashlib.sha256(path.read_bytes()).digest())
+    return h.hexdigest()
+
+
+def import_package(
+    db: Session, settings: Settings, source: Path, actor: User | None
+) -> ProblemVersion:
+    """Validate the package at `source` and store it as the problem's newest version.
+
+    Older versions and every result judged on them stay as they were. Importing
+    bytes identical to the current version is a no-op that returns it.
+    """
+    package = _load(source)
+    digest = package_digest(package.root)
+    problem = db.scalar(select(Problem).where(Problem.slug == package.slug))
+    if problem is None:
+        problem = Problem(slug=package.slug)
+        db.add(problem)
+        db.flush()
+    current = db.get(ProblemVersion, problem.current_version_id or -1)
+    if current is not None and current.sha256 == digest:
+        return current
+    number = (
+        db.scalar(
+            select(func.max(ProblemVersion.number)).where(ProblemVersion.problem_id == problem.id)
+        )
+        or 0
+    ) + 1
+    # <slug>/v<N>/<slug>: a package folder must carry the problem's slug as its name.
+    stored = settings.packages / package.slug / f"v{number}" / package.slug
+    if stored.exists():
+        shutil.rmtree(stored)  # a leftover of an import that failed before its commit
+    shutil.copytree(package.root, stored)
+    version = _version_row(db, problem, number, _load(stored), digest)
+    problem.current_version_id = version.id
+    record(db, actor, "import_problem", package.slug, {"version": number, "sha256": digest})
+    return version
+
+
+def import_upload(
+    db: Session, settings: Settings, upload: Path, actor: User | None
+) -> ProblemVersion:
+    """An uploaded .zip / .tar.gz package: unpacked with the submission archive's limits."""
+    with tempfile.TemporaryDirectory(prefix="memorace-import-") as tmp:
+        dest = Path(tmp) / "package"
+        dest.mkdir()
+        name = upload.name.lower()
+        try:
+            if name.endswith(".zip"):
+                unpack_zip(upload, dest)
+            elif name.endswith((".tar.gz", ".tgz")):
+                unpack_tar(upload, dest)
+            else:
+                raise ServiceError("upload a problem package as .zip or .tar.gz")
+        except InputError as exc:
+            raise ServiceError(str(exc)) from None
+        return import_package(db, settings, _package_root(dest), actor)
+
+
+def _package_root(dest: Path) -> Path:
+    if (dest / "problem.toml").exists():
+        return dest
+    top = [p for p in dest.iterdir() if p.is_dir()]
+    if len(top) == 1 and (top[0] / "problem.toml").exists():
+        return top[0]
+    raise ServiceError("problem.toml not found at the top of the archive (or its single folder)")
+
+
+def _load(root: Path) -> Package:
+    try:
+        package = load_problem(root)
+        load_cases(package)  # every case parses and is feasible
+    except InputError as exc:
+        raise ServiceError(f"bad problem package: {exc}", 422) from None
+    return package
+
+
+def _version_row(
+    db: Session, problem: Problem, number: int, package: Package, digest: str
+) -> ProblemVersion:
+    version = ProblemVersion(
+        problem_id=problem.id,
+        number=number,
+        name=package.name,
+        type=package.type,
+        statement=package.statement,
+        package_path=str(package.root),
+        time_limit_s=package.limits.time_limit_s,
+        sha256=digest,
+    )
+    db.add(version)
+    db.flush()
+    for lc in load_cases(package):
+        db.add(
+            Case(
+                version_id=version.id,
+                name=lc.spec.name,
+                split=lc.spec.split,
+                weight=lc.spec.weight,
+                capacity=lc.spec.capacity,
+                lower_bound=lc.lower_bound,
+                items=len(lc.case),
+            )
+        )
+    db.flush()
+    return version
+
+
+def current_version(db: Session, slug: str) -> ProblemVersion:
+    problem = db.scalar(select(Problem).where(Problem.slug == slug))
+    if problem is None or problem.current_version_id is None:
+        raise NotFound(f"no problem '{slug}'")
+    version = db.get(ProblemVersion, problem.current_version_id)
+    assert version is not None
+    return version
+
+
+def all_current(db: Session) -> list[ProblemVersion]:
+    ids = db.scalars(select(Problem.current_version_id).order_by(Problem.slug)).all()
+    return [v for v in (db.get(ProblemVersion, i) for i in ids if i) if v is not None]
+
+
+def public_case_path(db: Session, slug: str, case_name: str) -> Path:
+    version = current_version(db, slug)
+    case = next((c for c in version.cases if c.name == case_name), None)
+    if case is None or case.split != "public":
+        raise NotFound(f"no public case '{case_name}' in '{slug}'")
+    package = load_problem(Path(version.package_path))
+    spec = next(s for s in package.cases if s.name == case_name)
+    return spec.path
+
+
+def set_case_weight(
+    db: Session, slug: str, case_name: str, weight: float, actor: User | None
+) -> Case:
+    if not weight >= 0 or weight > 1e6:
+        raise ServiceError("a case weight is a number from 0 to 1e6")
+    version = current_version(db, slug)
+    case = next((c for c in version.cases if c.name == case_name), None)
+    if case is None:
+        raise NotFound(f"no case '{case_name}' in '{slug}'")
+    old, case.weight = case.weight, weight
+    record(db, actor, "set_weight", f"{slug}/{case_name}", {"from": old, "to": weight})
+    return case

@@ -1,0 +1,77 @@
+"""The queue, seen from the API: Celery configuration shared with the workers, and a
+thin producer that enqueues tasks by name (the API never imports `worker`).
+
+A queue message is only a wake-up call: the `judgings` row is the truth, so a
+lost message costs a delay (the reaper re-sends it), never a submission.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import Any
+
+from celery import Celery
+
+from api.settings import Settings, get_settings
+
+JUDGE_TASK = "memorace.judge"
+RESCORE_TASK = "memorace.rescore"
+REAP_TASK = "memorace.reap"
+QUEUE = "memorace"
+# Redis priorities: 0 is served first. Fresh submissions before rejudges.
+PRIORITY_FRESH, PRIORITY_REJUDGE = 0, 6
+# Longer than any judging (cases x time limit + build), or Redis hands a long judging
+# to a second worker while the first still runs it. Six hours; see worker/README.
+VISIBILITY_TIMEOUT_S = 6 * 3600
+
+
+def celery_config(settings: Settings) -> dict[str, Any]:
+    options: dict[str, Any] = {"visibility_timeout": VISIBILITY_TIMEOUT_S}
+    if settings.broker_url.startswith("redis"):
+        options |= {
+            "priority_steps": list(range(10)),
+            "sep": ":",
+            "queue_order_strategy": "priority",
+        }
+    if settings.broker_url.startswith("filesystem"):
+        # The embedded broker: plain files, no server (one machine only).
+        queue = str(settings.queue_dir)
+        options |= {"data_folder_in": queue, "data_folder_out": queue}
+    return {
+        "broker_url": settings.broker_url,
+        "broker_transport_options": options,
+        "broker_connection_retry_on_startup": True,
+        "task_default_queue": QUEUE,
+        "task_acks_late": True,  # acknowledged only when the judging is stored
+        "task_reject_on_worker_lost": True,  # a killed worker's task goes back to the queue
+        "worker_prefetch_multiplier": 1,  # a worker holds only the task it runs
+        "task_ignore_result": True,
+        "worker_hijack_root_logger": False,
+    }
+
+
+@cache
+def producer() -> Celery:
+    settings = get_settings()
+    settings.ensure_dirs()
+    app = Celery("memorace-api")
+    app.conf.update(celery_config(settings))
+    return app
+
+
+def enqueue_judging(judging_id: int, priority: int = PRIORITY_FRESH) -> None:
+    producer().send_task(JUDGE_TASK, args=[judging_id], priority=priority, queue=QUEUE)
+
+
+def enqueue_rescore(version_id: int, actor_id: int | None) -> None:
+    producer().send_task(RESCORE_TASK, args=[version_id, actor_id], queue=QUEUE)
+
+
+def queue_ready() -> bool:
+    """Whether the broker answers (for /healthz)."""
+    try:
+        with producer().connection_for_write() as conn:
+            conn.ensure_connection(max_retries=1, timeout=2)
+        return True
+    except Exception:
+        return False

@@ -1,0 +1,148 @@
+"""The organizers' API under /api/v1/admin; every action lands in the audit log."""
+
+from __future__ import annotations
+
+import tempfile
+from datetime import datetime
+from pathlib import Path
+from typing import Annotated, Any
+
+from fastapi import APIRouter, File, UploadFile
+from fastapi.concurrency import run_in_threadpool
+from pydantic import BaseModel, Field
+
+from api import admin, audit, problems, queue
+from api.audit import record
+from api.deps import DB, Admin, Config
+from api.errors import ServiceError
+
+router = APIRouter(prefix="/api/v1/admin", tags=["admin"])
+PACKAGE_LIMIT_BYTES = 256 * 2**20
+
+
+class TeamIn(BaseModel):
+    name: str
+
+
+class UserIn(BaseModel):
+    username: str
+    password: str = ""
+    team: str | None = None
+    admin: bool = False
+
+
+class TokenIn(BaseModel):
+    username: str
+    name: str = ""
+
+
+class RejudgeIn(BaseModel):
+    submission_id: int | None = None
+    team: str | None = None
+    problem: str | None = None
+
+
+class DisqualifyIn(BaseModel):
+    submission_id: int | None = None
+    team: str | None = None
+    reason: str = ""
+
+
+class WeightIn(BaseModel):
+    weight: float = Field(ge=0, le=1e6)
+
+
+class ContestIn(BaseModel):
+    title: str | None = None
+    start_at: datetime | None = None
+    end_at: datetime | None = None
+    freeze_at: datetime | None = None
+    hidden_revealed: bool | None = None
+
+
+@router.post("/problems", status_code=201)
+async def import_problem(
+    user: Admin,
+    db: DB,
+    settings: Config,
+    file: Annotated[UploadFile, File(description="a problem package as .zip or .tar.gz")],
+) -> dict[str, Any]:
+    name = Path(file.filename or "package.zip").name
+    with tempfile.TemporaryDirectory(prefix="memorace-upload-") as tmp:
+        upload = Path(tmp) / name
+        size = 0
+        with upload.open("wb") as out:
+            while chunk := await file.read(2**20):
+                size += len(chunk)
+                if size > PACKAGE_LIMIT_BYTES:
+                    raise ServiceError(
+                        f"a package upload is at most {PACKAGE_LIMIT_BYTES} bytes", 413
+                    )
+                out.write(chunk)
+        version = await run_in_threadpool(problems.import_upload, db, settings, upload, user)
+    return {"slug": version.problem.slug, "version": version.number, "cases": len(version.cases)}
+
+
+@router.patch("/problems/{slug}/cases/{case}")
+def set_weight(slug: str, case: str, body: WeightIn, user: Admin, db: DB) -> dict[str, Any]:
+    row = problems.set_case_weight(db, slug, case, body.weight, user)
+    return {"case": row.name, "weight": row.weight}
+
+
+@router.post("/teams", status_code=201)
+def create_team(body: TeamIn, user: Admin, db: DB) -> dict[str, Any]:
+    team = admin.create_team(db, body.name, user)
+    return {"id": team.id, "name": team.name}
+
+
+@router.post("/users", status_code=201)
+def create_user(body: UserIn, user: Admin, db: DB) -> dict[str, Any]:
+    new = admin.create_user(db, body.username, body.password, body.team, body.admin, user)
+    return {"id": new.id, "username": new.username, "team": body.team, "admin": new.is_admin}
+
+
+@router.post("/tokens", status_code=201)
+def create_token(body: TokenIn, user: Admin, db: DB) -> dict[str, Any]:
+    return {
+        "username": body.username,
+        "token": admin.issue_token(db, body.username, body.name, user),
+    }
+
+
+@router.post("/rejudge", status_code=202)
+def rejudge(body: RejudgeIn, user: Admin, db: DB) -> dict[str, Any]:
+    ids = admin.rejudge(db, user, body.submission_id, body.team, body.problem)
+    db.commit()
+    admin.send_rejudges(ids)
+    return {"judgings": ids}
+
+
+@router.post("/problems/{slug}/rescore", status_code=202)
+def rescore(slug: str, user: Admin, db: DB) -> dict[str, Any]:
+    version = problems.current_version(db, slug)
+    record(db, user, "rescore", slug, {"version": version.number})
+    db.commit()
+    queue.enqueue_rescore(version.id, user.id)
+    return {"problem": slug, "version": version.number, "queued": True}
+
+
+@router.post("/disqualify")
+def disqualify(body: DisqualifyIn, user: Admin, db: DB) -> dict[str, Any]:
+    admin.disqualify(db, user, body.submission_id, body.team, body.reason)
+    return {"ok": True}
+
+
+@router.get("/contest")
+def get_contest(user: Admin, db: DB) -> dict[str, Any]:
+    return admin.contest_dict(admin.contest(db))
+
+
+@router.put("/contest")
+def put_contest(body: ContestIn, user: Admin, db: DB) -> dict[str, Any]:
+    changes = body.model_dump(exclude_unset=True)
+    return admin.contest_dict(admin.update_contest(db, user, changes))
+
+
+@router.get("/audit")
+def get_audit(user: Admin, db: DB, limit: int = 200) -> list[dict[str, Any]]:
+    return audit.entries(db, min(max(limit, 1), 1000))

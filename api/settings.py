@@ -1,0 +1,75 @@
+"""Service settings, from environment variables (`MEMORACE_*`) with embedded defaults.
+
+The API and the workers read the same settings: the database, the broker and
+the data directory must agree between them.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _env(name: str, default: str) -> str:
+    return os.environ.get(f"MEMORACE_{name}", default)
+
+
+@dataclass(frozen=True)
+class Settings:
+    data_dir: Path = field(default_factory=lambda: Path(_env("DATA_DIR", str(ROOT / "var"))))
+    database_url: str = ""
+    broker_url: str = ""
+    sandbox: str = field(default_factory=lambda: _env("SANDBOX", ""))  # "" = best available
+    secret_key: str = field(default_factory=lambda: _env("SECRET_KEY", ""))
+    upload_limit_bytes: int = field(
+        default_factory=lambda: int(_env("UPLOAD_LIMIT_BYTES", str(16 * 2**20)))
+    )
+    # At most this many submissions per team per window (seconds).
+    rate_limit: int = field(default_factory=lambda: int(_env("RATE_LIMIT", "20")))
+    rate_window_s: int = field(default_factory=lambda: int(_env("RATE_WINDOW_S", "300")))
+    # The reaper re-queues a queued judging after this long without a worker taking it
+    # (a lost broker message) and a running one whose heartbeat is this old (a dead worker).
+    requeue_after_s: float = field(default_factory=lambda: float(_env("REQUEUE_AFTER_S", "120")))
+    heartbeat_timeout_s: float = field(
+        default_factory=lambda: float(_env("HEARTBEAT_TIMEOUT_S", "60"))
+    )
+    reap_interval_s: float = field(default_factory=lambda: float(_env("REAP_INTERVAL_S", "30")))
+    gpu_slots: int = field(default_factory=lambda: int(_env("GPU_SLOTS", "0")))
+
+    def __post_init__(self) -> None:
+        data = self.data_dir
+        if not self.database_url:
+            object.__setattr__(
+                self, "database_url", _env("DATABASE_URL", f"sqlite:///{data}/db.sqlite")
+            )
+        if not self.broker_url:
+            object.__setattr__(self, "broker_url", _env("BROKER_URL", "filesystem://"))
+
+    @property
+    def artifacts(self) -> Path:
+        return self.data_dir / "artifacts"
+
+    @property
+    def plans(self) -> Path:
+        return self.data_dir / "plans"
+
+    @property
+    def packages(self) -> Path:
+        return self.data_dir / "problems"
+
+    @property
+    def queue_dir(self) -> Path:
+        return self.data_dir / "queue"
+
+    def ensure_dirs(self) -> None:
+        for path in (self.artifacts, self.plans, self.packages, self.queue_dir):
+            path.mkdir(parents=True, exist_ok=True)
+
+
+@cache
+def get_settings() -> Settings:
+    return Settings()

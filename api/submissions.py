@@ -1,0 +1,257 @@
+"""Submissions: accept an upload, store it by sha256, queue its judging, show it."""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import re
+import tempfile
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from api import queue
+from api.db.models import CaseResultRow, Contest, Judging, Submission, User, utcnow
+from api.errors import Forbidden, NotFound, ServiceError, TooMany
+from api.problems import current_version
+from api.settings import Settings
+from judge.submission import ACCEPTED
+
+log = logging.getLogger("memorace.api")
+_SUFFIXES = (".py", ".cpp", ".cc", ".zip", ".tar.gz", ".tgz")
+_LANGUAGES = {".py": "python", ".cpp": "cpp", ".cc": "cpp"}
+
+
+def language_of(filename: str) -> str:
+    name = filename.lower()
+    for suffix in _SUFFIXES:
+        if name.endswith(suffix):
+            return _LANGUAGES.get(suffix, "archive")
+    raise ServiceError(f"unsupported file type '{filename}'; upload one of {ACCEPTED}", 415)
+
+
+def artifact_path(settings: Settings, sha256: str, filename: str) -> Path:
+    """Stored by content; the suffix tells the judge what kind of submission it is."""
+    suffix = next(s for s in _SUFFIXES if filename.lower().endswith(s))
+    return settings.artifacts / sha256[:2] / f"{sha256}{suffix}"
+
+
+def create_submission(
+    db: Session, settings: Settings, user: User, slug: str, filename: str, data: bytes
+) -> tuple[Submission, bool]:
+    """(the submission, whether an earlier identical one was reused). Commits nothing."""
+    if user.team is None:
+        raise Forbidden("your account belongs to no team, so it cannot submit")
+    if user.team.disqualified:
+        raise Forbidden(f"team '{user.team.name}' is disqualified")
+    _check_window(db, user)
+    filename = _clean_name(filename)
+    language = language_of(filename)
+    if not data:
+        raise ServiceError("the uploaded file is empty")
+    if len(data) > settings.upload_limit_bytes:
+        raise ServiceError(
+            f"the upload is {len(data)} bytes; at most {settings.upload_limit_bytes} are allowed",
+            413,
+        )
+    version = current_version(db, slug)
+    sha = hashlib.sha256(data).hexdigest()
+    earlier = db.scalar(
+        select(Submission)
+        .where(
+            Submission.team_id == user.team_id,
+            Submission.version_id == version.id,
+            Submission.sha256 == sha,
+            Submission.status != "error",
+        )
+        .order_by(Submission.id)
+    )
+    if earlier is not None:
+        return earlier, True
+    _check_rate(db, settings, user)
+    _store(artifact_path(settings, sha, filename), data)
+    sub = Submission(
+        team_id=user.team_id,
+        user_id=user.id,
+        version_id=version.id,
+        sha256=sha,
+        filename=filename,
+        language=language,
+        size=len(data),
+        status="queued",
+        status_detail="waiting for a worker",
+    )
+    db.add(sub)
+    db.flush()
+    db.add(Judging(submission_id=sub.id, kind="judge", priority=queue.PRIORITY_FRESH))
+    db.flush()
+    return sub, False
+
+
+def send(db: Session, sub: Submission) -> None:
+    """Enqueue the submission's queued judgings (after the commit that created them)."""
+    for judging in db.scalars(
+        select(Judging).where(Judging.submission_id == sub.id, Judging.status == "queued")
+    ):
+        try:
+            queue.enqueue_judging(judging.id, judging.priority)
+        except Exception as exc:  # the row is safe; the reaper re-sends it
+            log.warning("cannot enqueue judging %s: %s", judging.id, exc)
+            sub.status_detail = "queued; the queue is unreachable, it will be re-sent"
+            db.commit()
+
+
+def _clean_name(filename: str) -> str:
+    name = os.path.basename(filename.replace("\\", "/")).strip()
+    name = re.sub(r"[^A-Za-z0-9._-]", "_", name)[:200]
+    if not name or name.startswith("."):
+        raise ServiceError("the upload needs a file name such as planner.py")
+    return name
+
+
+def _store(path: Path, data: bytes) -> None:
+    if path.exists():
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, partial = tempfile.mkstemp(dir=path.parent, suffix=".partial")
+    with os.fdopen(fd, "wb") as f:
+        f.write(data)
+    os.replace(partial, path)
+
+
+def _check_rate(db: Session, settings: Settings, user: User) -> None:
+    since = utcnow() - timedelta(seconds=settings.rate_window_s)
+    recent = db.scalar(
+        select(func.count(Submission.id)).where(
+            Submission.team_id == user.team_id, Submission.created_at >= since
+        )
+    )
+    if recent is not None and recent >= settings.rate_limit:
+        raise TooMany(
+            f"team '{user.team.name if user.team else ''}' has made {recent} submissions in the "
+            f"last {settings.rate_window_s} s; the limit is {settings.rate_limit}"
+        )
+
+
+def _check_window(db: Session, user: User) -> None:
+    contest = db.get(Contest, 1)
+    if contest is None or user.is_admin:
+        return
+    now = utcnow()
+    if contest.start_at and now < _aware(contest.start_at):
+        raise Forbidden(f"the contest starts at {contest.start_at.isoformat()}")
+    if contest.end_at and now >= _aware(contest.end_at):
+        raise Forbidden(f"the contest ended at {contest.end_at.isoformat()}")
+
+
+def _aware(stamp: Any) -> Any:
+    # SQLite hands back naive datetimes; they are stored in UTC.
+    from datetime import UTC
+
+    return stamp if stamp.tzinfo else stamp.replace(tzinfo=UTC)
+
+
+def get_submission(db: Session, sub_id: int, user: User) -> Submission:
+    sub = db.get(Submission, sub_id)
+    if sub is None or (not user.is_admin and sub.team_id != user.team_id):
+        raise NotFound(f"no submission {sub_id}")  # also for other teams': no probing
+    return sub
+
+
+def queue_position(db: Session, sub: Submission) -> int | None:
+    """1 = next; None unless the submission waits for a worker."""
+    judging = latest_judging(db, sub)
+    if judging is None or judging.status != "queued":
+        return None
+    ahead = db.scalar(
+        select(func.count(Judging.id)).where(
+            Judging.status == "queued",
+            (Judging.priority < judging.priority)
+            | ((Judging.priority == judging.priority) & (Judging.id < judging.id)),
+        )
+    )
+    return int(ahead or 0) + 1
+
+
+def latest_judging(db: Session, sub: Submission) -> Judging | None:
+    return db.scalar(
+        select(Judging)
+        .where(Judging.submission_id == sub.id, Judging.status != "superseded")
+        .order_by(Judging.id.desc())
+    )
+
+
+def shown_judging(db: Session, sub: Submission) -> Judging | None:
+    """The judging whose results to show: a running one, else the newest final one."""
+    judging = latest_judging(db, sub)
+    if judging is not None and judging.status in ("running", "final"):
+        return judging
+    if sub.current_judging_id:
+        return db.get(Judging, sub.current_judging_id)
+    return judging
+
+
+def hidden_visible(db: Session, user: User | None) -> bool:
+    contest = db.get(Contest, 1)
+    return bool(user and user.is_admin) or bool(contest and contest.hidden_revealed)
+
+
+def result_dict(row: CaseResultRow, show_details: bool) -> dict[str, Any]:
+    details = show_details or row.split == "public"
+    return {
+        "case": row.case,
+        "split": row.split,
+        "verdict": row.verdict,
+        "message": row.message if details else "",
+        "peak": row.peak,
+        "lower_bound": row.lower_bound,
+        "score": row.score,
+        "time_s": row.time_s,
+        "log": row.log if details else "",
+        "plan_digest": row.plan_digest,
+    }
+
+
+def submission_dict(
+    db: Session, sub: Submission, user: User | None, reused: bool = False
+) -> dict[str, Any]:
+    judging = shown_judging(db, sub)
+    rows = list(judging.results) if judging else []
+    admin = bool(user and user.is_admin)
+    return {
+        "id": sub.id,
+        "problem": sub.version.problem.slug,
+        "problem_version": sub.version.number,
+        "team": sub.team.name,
+        "filename": sub.filename,
+        "language": sub.language,
+        "sha256": sub.sha256,
+        "size": sub.size,
+        "status": sub.status,
+        "status_detail": sub.status_detail,
+        "queue_position": queue_position(db, sub),
+        "created_at": _aware(sub.created_at).isoformat(),
+        "public_score": sub.public_score,
+        "hidden_score": sub.hidden_score if hidden_visible(db, user) else None,
+        "disqualified": sub.disqualified,
+        "reused": reused,
+        "judging_id": judging.id if judging else None,
+        "judging_status": judging.status if judging else None,
+        "build_error": judging.build_error if judging else "",
+        "cases_total": len(sub.version.cases),
+        "cases_done": len(rows),
+        "results": [result_dict(r, admin) for r in rows],
+    }
+
+
+def list_submissions(
+    db: Session, user: User, limit: int = 100, team_only: bool = True
+) -> list[Submission]:
+    query = select(Submission).order_by(Submission.id.desc()).limit(limit)
+    if team_only or not user.is_admin:
+        query = query.where(Submission.team_id == user.team_id)
+    return list(db.scalars(query))

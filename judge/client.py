@@ -1,0 +1,342 @@
+"""HTTP client for a MemoRace server: submit planners, follow judgings, read leaderboards.
+
+Only httpx: `judge` stays free of web-framework code (DESIGN.md, "Layout").
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import time
+import tomllib
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+import httpx
+
+DEFAULT_URL = "http://127.0.0.1:8000"
+DEFAULT_CONFIG = "~/.config/memorace/config.toml"
+API = "/api/v1"
+FINAL = frozenset({"done", "error"})
+# A stream that stays silent this long (no event, no keep-alive comment) is
+# treated as dropped, so a half-open connection cannot hang `follow` forever.
+STREAM_READ_TIMEOUT_S = 75.0
+
+
+class ClientError(Exception):
+    """A request failed; `message` is what a person should read."""
+
+    def __init__(self, message: str, status: int | None = None):
+        self.message = message
+        self.status = status  # HTTP status, None when no answer came back
+        super().__init__(message)
+
+
+class ConfigError(ClientError):
+    """The config file is missing (when named explicitly) or malformed."""
+
+
+# --- configuration -----------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Config:
+    url: str
+    token: str | None
+
+
+def load_config(env: Mapping[str, str] | None = None) -> Config:
+    """Token: env, then file. URL: env, then file, then DEFAULT_URL.
+
+    Empty environment values count as unset (`MEMORACE_TOKEN= memorace ...`).
+    """
+    env = os.environ if env is None else env
+    explicit = env.get("MEMORACE_CONFIG") or None
+    path = Path(explicit or DEFAULT_CONFIG).expanduser()
+    # The default file is optional; one the user named must exist.
+    data = _read_config(path) if explicit or path.is_file() else {}
+    url = env.get("MEMORACE_URL") or data.get("url") or DEFAULT_URL
+    token = env.get("MEMORACE_TOKEN") or data.get("token") or None
+    return Config(url=url.rstrip("/"), token=token)
+
+
+def _read_config(path: Path) -> dict[str, str]:
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ConfigError(f"config file {path} does not exist (MEMORACE_CONFIG)") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"cannot read config file {path}: {exc}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"config file {path} is not valid TOML: {exc}") from None
+    for key in ("url", "token"):
+        if key in data and not isinstance(data[key], str):
+            raise ConfigError(f"config file {path}: `{key}` must be a string")
+    return {k: data[k] for k in ("url", "token") if k in data}
+
+
+# --- server-sent events ------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SSEEvent:
+    event: str
+    data: str
+    id: str | None = None
+
+
+def parse_sse(chunks: Iterable[bytes]) -> Iterator[SSEEvent]:
+    """Events of a text/event-stream, per the WHATWG rules.
+
+    Chunks may split lines (even a CRLF pair) anywhere. A block without any
+    `data:` line is not dispatched, and an unterminated block at the end of the
+    stream is discarded: both as the spec says, so a cut stream never yields a
+    half event.
+    """
+    event, data, last_id = "", [], None
+    for line in _lines(chunks):
+        if not line:
+            if data:
+                yield SSEEvent(event or "message", "\n".join(data), last_id)
+            event, data = "", []
+            continue
+        if line.startswith(":"):
+            continue  # comment: keep-alive
+        name, _, value = line.partition(":")
+        value = value.removeprefix(" ")
+        if name == "event":
+            event = value
+        elif name == "data":
+            data.append(value)
+        elif name == "id" and "\0" not in value:
+            last_id = value
+        # "retry" and unknown fields: ignored, we do not reconnect by stream.
+
+
+def _lines(chunks: Iterable[bytes]) -> Iterator[str]:
+    """Decoded lines ending in CRLF, LF or CR, across chunk boundaries."""
+    bom = b"\xef\xbb\xbf"
+    buf, first, pending_cr = b"", True, False
+    for chunk in chunks:
+        if not chunk:
+            continue
+        if pending_cr and chunk.startswith(b"\n"):
+            chunk = chunk[1:]  # second half of a CRLF that the previous chunk cut
+        pending_cr = False
+        buf += chunk
+        if first:
+            if len(buf) < len(bom) and bom.startswith(buf):
+                continue  # maybe a BOM cut in two: wait for the rest
+            buf, first = buf.removeprefix(bom), False
+        while True:
+            cut = _line_end(buf)
+            if cut is None:
+                break
+            end, nxt = cut
+            if nxt == len(buf) and buf.endswith(b"\r"):
+                pending_cr = True  # a lone CR at the end may be a CRLF split in two
+            yield buf[:end].decode("utf-8", errors="replace")
+            buf = buf[nxt:]
+
+
+def _line_end(buf: bytes) -> tuple[int, int] | None:
+    """(end of the line, start of the next) for the first line in buf, or None."""
+    cr, lf = buf.find(b"\r"), buf.find(b"\n")
+    if cr == -1 and lf == -1:
+        return None
+    if cr == -1 or (lf != -1 and lf < cr):
+        return lf, lf + 1
+    return cr, cr + 2 if buf[cr + 1 : cr + 2] == b"\n" else cr + 1
+
+
+# --- the client --------------------------------------------------------------
+
+
+class _Dropped(Exception):
+    """The event stream ended before `end`: fall back to polling."""
+
+
+class Client:
+    """One server, one token. Every method raises ClientError on failure."""
+
+    def __init__(
+        self,
+        url: str = DEFAULT_URL,
+        token: str | None = None,
+        *,
+        timeout: float = 60.0,
+        poll_interval: float = 1.0,
+        transport: httpx.BaseTransport | None = None,
+    ):
+        self.url = url.rstrip("/")
+        self.poll_interval = poll_interval
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        self._http = httpx.Client(
+            base_url=self.url + API,
+            headers=headers,
+            timeout=httpx.Timeout(timeout, connect=10.0),
+            transport=transport,
+        )
+
+    @classmethod
+    def from_config(cls, env: Mapping[str, str] | None = None, **kwargs: Any) -> Client:
+        config = load_config(env)
+        return cls(config.url, config.token, **kwargs)
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._http.close()
+
+    def submit(self, path: Path | str, problem: str) -> dict[str, Any]:
+        """Upload a planner; the answer has "reused": true for a byte-identical resubmission."""
+        path = Path(path)
+        try:
+            with path.open("rb") as fh:
+                files = {"file": (path.name, fh, "application/octet-stream")}
+                return self._json("POST", "/submissions", data={"problem": problem}, files=files)
+        except OSError as exc:
+            raise ClientError(f"cannot read {path}: {exc.strerror or exc}") from None
+
+    def submission(self, sub_id: int) -> dict[str, Any]:
+        return self._json("GET", f"/submissions/{sub_id}")
+
+    def leaderboard(self, slug: str) -> dict[str, Any]:
+        return self._json("GET", f"/leaderboard/{slug}")
+
+    def follow(self, sub_id: int) -> Iterator[tuple[str, dict[str, Any]]]:
+        """(event, data) pairs: "status", "case", then "end" with the final Submission.
+
+        If the stream drops, it falls back once to polling the submission every
+        `poll_interval` seconds, and keeps yielding the same kinds of events (cases
+        already seen are not repeated), so callers never see the difference.
+        """
+        seen: set[str] = set()
+        try:
+            # closing(): leaving after `end` (or the caller stopping) hangs up at once.
+            with contextlib.closing(self._stream(sub_id)) as stream:
+                for event, data in stream:
+                    if event == "case":
+                        seen.add(data.get("case", ""))
+                    yield event, data
+                    if event == "end":
+                        return
+        except _Dropped:
+            pass
+        yield from self._poll(sub_id, seen)
+
+    # --- internals ---
+
+    def _stream(self, sub_id: int) -> Iterator[tuple[str, dict[str, Any]]]:
+        timeout = httpx.Timeout(STREAM_READ_TIMEOUT_S, connect=10.0)
+        headers = {"Accept": "text/event-stream"}
+        try:
+            with self._http.stream(
+                "GET", f"/submissions/{sub_id}/events", headers=headers, timeout=timeout
+            ) as resp:
+                if resp.status_code >= 500:
+                    raise _Dropped  # e.g. a proxy that cannot stream: polling still works
+                if resp.status_code >= 400:
+                    resp.read()
+                    raise _error(resp)
+                for sse in parse_sse(resp.iter_bytes()):
+                    yield sse.event, _event_data(sse)
+        except httpx.TransportError:
+            raise _Dropped from None
+        raise _Dropped  # closed without `end`
+
+    def _poll(self, sub_id: int, seen: set[str]) -> Iterator[tuple[str, dict[str, Any]]]:
+        last_status = None
+        while True:
+            sub = self.submission(sub_id)
+            for result in sub.get("results") or []:
+                if result.get("case") not in seen:
+                    seen.add(result.get("case", ""))
+                    yield "case", {**result, **_progress(sub)}
+            status = _status_of(sub)
+            if status != last_status:  # after the cases, so "done" is the last word
+                last_status = status
+                yield "status", status
+            if sub.get("status") in FINAL:
+                yield "end", sub
+                return
+            time.sleep(self.poll_interval)
+
+    def _json(self, method: str, path: str, **kwargs: Any) -> dict[str, Any]:
+        try:
+            resp = self._http.request(method, path, **kwargs)
+        except httpx.TransportError as exc:
+            raise ClientError(self._transport_message(exc)) from None
+        if resp.status_code >= 400:
+            raise _error(resp)
+        try:
+            return resp.json()
+        except ValueError:
+            raise ClientError(
+                f"{self.url} answered {method} {path} with something that is not JSON "
+                f"(HTTP {resp.status_code}); is MEMORACE_URL a MemoRace server?",
+                resp.status_code,
+            ) from None
+
+    def _transport_message(self, exc: httpx.TransportError) -> str:
+        if isinstance(exc, httpx.ConnectError):
+            return (
+                f"cannot connect to the MemoRace server at {self.url} ({exc}); "
+                "is it running? Set MEMORACE_URL or `url` in the config file"
+            )
+        if isinstance(exc, httpx.TimeoutException):
+            return f"the server at {self.url} did not answer in time"
+        return f"talking to {self.url} failed: {exc}"
+
+
+def _event_data(sse: SSEEvent) -> dict[str, Any]:
+    if not sse.data:
+        return {}
+    try:
+        data = json.loads(sse.data)
+    except ValueError:
+        raise ClientError(f"the server sent a `{sse.event}` event that is not JSON") from None
+    if not isinstance(data, dict):
+        raise ClientError(f"the server sent a `{sse.event}` event that is not a JSON object")
+    return data
+
+
+def _status_of(sub: Mapping[str, Any]) -> dict[str, Any]:
+    keys = ("status", "status_detail", "queue_position")
+    return {**{k: sub.get(k) for k in keys}, **_progress(sub)}
+
+
+def _progress(sub: Mapping[str, Any]) -> dict[str, Any]:
+    return {"cases_done": sub.get("cases_done"), "cases_total": sub.get("cases_total")}
+
+
+def _error(resp: httpx.Response) -> ClientError:
+    """The server's {"detail": ...} as one readable line, else the HTTP reason."""
+    detail: Any = None
+    with contextlib.suppress(ValueError, AttributeError):  # not JSON, or not an object
+        detail = resp.json().get("detail")
+    if isinstance(detail, list):
+        message = "; ".join(_validation_item(item) for item in detail)
+    elif detail:
+        message = str(detail)
+    else:
+        message = f"HTTP {resp.status_code} {resp.reason_phrase}".strip()
+    return ClientError(message, resp.status_code)
+
+
+def _validation_item(item: Any) -> str:
+    """FastAPI-style {"loc": [...], "msg": ...} as "field: msg"; anything else as text."""
+    if not isinstance(item, dict) or "msg" not in item:
+        return str(item)
+    loc = [str(p) for p in item.get("loc", []) if p not in ("body", "query", "path")]
+    return f"{'.'.join(loc)}: {item['msg']}" if loc else str(item["msg"])

@@ -1,0 +1,16 @@
+"""The Celery app of the workers: configuration shared with the API's producer."""
+
+from __future__ import annotations
+
+from celery import Celery
+
+from api.queue import REAP_TASK, celery_config
+from api.settings import get_settings
+
+settings = get_settings()
+settings.ensure_dirs()
+app = Celery("memorace", include=["worker.tasks"])
+app.conf.update(celery_config(settings))
+app.conf.beat_schedule = {
+    "reap-stuck-judgings": {"task": REAP_TASK, "schedule": settings.reap_interval_s},
+}

@@ -1,0 +1,341 @@
+"""Judging with the database: run the pipeline for one `judgings` row and store its
+results idempotently; rescore from stored plans; reap stuck judgings.
+
+Every (re)start of a judging bumps its `attempt`; each write checks it, so a
+redelivered or duplicated task never mixes its results with another attempt's,
+and the unique (judging, case) key means no case is ever stored twice.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import delete, func, select, update
+from sqlalchemy.orm import Session
+
+from api import queue
+from api.db.models import Case, CaseResultRow, Judging, ProblemVersion, Submission, utcnow
+from api.db.session import session_scope
+from api.settings import Settings
+from api.submissions import _aware, artifact_path
+from judge.package import load_cases, load_problem
+from judge.pipeline import judge_planner, stored_plan
+from judge.sandbox import default_sandbox_name
+from judge.scoring import CaseResult, problem_score
+from judge.verdict import Verdict
+from judge.verifier import check_plan
+
+log = logging.getLogger("memorace.worker")
+HEARTBEAT_S = 5.0
+MAX_ATTEMPTS = 3
+
+
+class Superseded(Exception):
+    """This attempt no longer owns its judging (reaped, rejudged or taken over)."""
+
+
+class Busy(Exception):
+    """Another live worker seems to run this judging; look again later."""
+
+
+def run_judging(settings: Settings, judging_id: int, worker: str, gpu_slot: int | None) -> str:
+    url = settings.database_url
+    claimed = _claim(settings, judging_id, worker)
+    if isinstance(claimed, str):
+        return claimed
+    attempt, version_path, artifact, weights = claimed
+    beat = _Heartbeat(url, judging_id, attempt)
+    beat.start()
+    try:
+        problem = load_problem(Path(version_path))
+        box = settings.sandbox or default_sandbox_name()
+        with session_scope(url) as db:
+            db.get(Judging, judging_id).sandbox = box  # type: ignore[union-attr]
+        report = judge_planner(
+            problem,
+            artifact,
+            split="all",
+            on_result=lambda r: _store(url, judging_id, attempt, r, weights),
+            sandbox=box,
+            gpu_slot=gpu_slot,
+            plan_store=settings.plans,
+        )
+        _finish(url, judging_id, attempt, report.build_error)
+        return "final"
+    except Superseded:
+        return "superseded"
+    finally:
+        beat.stop()
+
+
+def _claim(
+    settings: Settings, judging_id: int, worker: str
+) -> str | tuple[int, str, Path, dict[str, float]]:
+    """Take the judging for this attempt, or say why not (a no-op redelivery)."""
+    with session_scope(settings.database_url) as db:
+        j = db.get(Judging, judging_id, with_for_update=True)
+        if j is None:
+            return "missing"
+        if j.status in ("final", "superseded", "failed"):
+            return j.status  # a redelivery of finished work: nothing to do
+        if j.status == "running" and _fresh(j, settings):
+            raise Busy(f"judging {judging_id} is running on {j.worker}")
+        if j.status == "running":
+            j.reason = _add(j.reason, f"attempt {j.attempt} on {j.worker} was lost; restarted")
+        j.attempt += 1
+        j.status, j.worker = "running", worker
+        j.started_at = j.heartbeat_at = utcnow()
+        # A lost attempt's partial results go: the new attempt writes every case again.
+        db.execute(delete(CaseResultRow).where(CaseResultRow.judging_id == j.id))
+        sub = j.submission
+        version = sub.version
+        sub.status = "running"
+        sub.status_detail = f"judging on {worker}: 0 of {len(version.cases)} cases"
+        weights = {c.name: c.weight for c in version.cases}
+        return (
+            j.attempt,
+            version.package_path,
+            artifact_path(settings, sub.sha256, sub.filename),
+            weights,
+        )
+
+
+def _fresh(j: Judging, settings: Settings) -> bool:
+    beat = j.heartbeat_at
+    return beat is not None and utcnow() - _aware(beat) < timedelta(
+        seconds=settings.heartbeat_timeout_s
+    )
+
+
+def _add(reason: str, line: str) -> str:
+    return f"{reason}\n{line}".strip()
+
+
+def _owned(db: Session, judging_id: int, attempt: int) -> Judging:
+    j = db.get(Judging, judging_id, with_for_update=True)
+    if j is None or j.attempt != attempt or j.status != "running":
+        raise Superseded
+    return j
+
+
+def _store(
+    url: str, judging_id: int, attempt: int, r: CaseResult, weights: dict[str, float]
+) -> None:
+    with session_scope(url) as db:
+        j = _owned(db, judging_id, attempt)
+        db.add(_row(j.id, r, weights.get(r.case, r.weight)))
+        db.flush()
+        j.heartbeat_at = utcnow()
+        done = db.scalar(
+            select(func.count(CaseResultRow.id)).where(CaseResultRow.judging_id == j.id)
+        )
+        j.submission.status_detail = f"judging on {j.worker}: {done} of {len(weights)} cases"
+
+
+def _row(judging_id: int, r: CaseResult, weight: float) -> CaseResultRow:
+    return CaseResultRow(
+        judging_id=judging_id,
+        case=r.case,
+        split=r.split,
+        weight=weight,
+        verdict=str(r.verdict),
+        message=r.message,
+        peak=r.peak,
+        lower_bound=r.lower_bound,
+        score=r.score,
+        time_s=r.time_s,
+        plan_digest=r.plan_digest,
+        log=r.log,
+    )
+
+
+def _finish(url: str, judging_id: int, attempt: int, build_error: str) -> None:
+    with session_scope(url) as db:
+        j = _owned(db, judging_id, attempt)
+        j.build_error = build_error
+        _finalize(db, j)
+
+
+def _finalize(db: Session, j: Judging) -> None:
+    results = [_case_result(r) for r in j.results]
+    j.public_score = problem_score(results, "public")
+    j.hidden_score = problem_score(results, "hidden")
+    j.status, j.finished_at = "final", utcnow()
+    sub = j.submission
+    sub.current_judging_id = j.id
+    sub.public_score, sub.hidden_score = j.public_score, j.hidden_score
+    newer = db.scalar(
+        select(Judging.id).where(
+            Judging.submission_id == sub.id,
+            Judging.id > j.id,
+            Judging.status.in_(("queued", "running")),
+        )
+    )
+    if newer is None:
+        sub.status = "done"
+        verdicts = _verdict_counts(results)
+        sub.status_detail = f"judged ({j.kind}): {verdicts}"
+
+
+def _verdict_counts(results: list[CaseResult]) -> str:
+    counts: dict[str, int] = {}
+    for r in results:
+        counts[str(r.verdict)] = counts.get(str(r.verdict), 0) + 1
+    return ", ".join(f"{n} {v}" for v, n in sorted(counts.items()))
+
+
+def _case_result(row: CaseResultRow) -> CaseResult:
+    return CaseResult(
+        row.case, row.split, row.weight, Verdict(row.verdict), row.message, row.lower_bound,
+        row.peak, row.score, row.time_s, row.plan_digest, row.log,
+    )  # fmt: skip
+
+
+def fail_judging(settings: Settings, judging_id: int, why: str, retry: bool) -> None:
+    """A JUDGE_ERROR: back to the queue while attempts remain, else `failed`, said plainly."""
+    with session_scope(settings.database_url) as db:
+        j = db.get(Judging, judging_id, with_for_update=True)
+        if j is None or j.status not in ("running", "queued"):
+            return
+        j.reason = _add(j.reason, f"attempt {j.attempt}: judge error: {why}")
+        sub = j.submission
+        if retry and j.attempt < MAX_ATTEMPTS:
+            j.status, j.enqueued_at = "queued", utcnow()
+            sub.status = "queued"
+            sub.status_detail = f"the judge failed ({why}); retrying"
+        else:
+            j.status, j.finished_at = "failed", utcnow()
+            sub.status = "error"
+            sub.status_detail = (
+                f"the judge failed after {j.attempt} attempts ({why}); this is our fault, "
+                "not your planner's: an organizer has been told and can rejudge it"
+            )
+
+
+class _Heartbeat:
+    """Marks the judging alive every few seconds, so the reaper can tell a dead worker."""
+
+    def __init__(self, url: str, judging_id: int, attempt: int):
+        self.url, self.judging_id, self.attempt = url, judging_id, attempt
+        self.stopped = threading.Event()
+        self.thread = threading.Thread(target=self._loop, daemon=True)
+
+    def start(self) -> None:
+        self.thread.start()
+
+    def stop(self) -> None:
+        self.stopped.set()
+
+    def _loop(self) -> None:
+        while not self.stopped.wait(HEARTBEAT_S):
+            try:
+                with session_scope(self.url) as db:
+                    db.execute(
+                        update(Judging)
+                        .where(Judging.id == self.judging_id, Judging.attempt == self.attempt)
+                        .values(heartbeat_at=utcnow())
+                    )
+            except Exception as exc:  # a database hiccup must not kill the judging
+                log.warning("heartbeat of judging %s failed: %s", self.judging_id, exc)
+
+
+# --- rescore ------------------------------------------------------------------------------
+
+
+def rescore_version(settings: Settings, version_id: int) -> int:
+    """A new `rescore` judging for every judged submission of the version: stored plans
+    re-verified against the cases, current weights applied; nothing is run."""
+    with session_scope(settings.database_url) as db:
+        version = db.get(ProblemVersion, version_id)
+        if version is None:
+            return 0
+        package = load_problem(Path(version.package_path))
+        cases = {lc.spec.name: lc for lc in load_cases(package)}
+        db_cases = {c.name: c for c in version.cases}
+        subs = db.scalars(
+            select(Submission).where(
+                Submission.version_id == version_id, Submission.current_judging_id.is_not(None)
+            )
+        ).all()
+        for sub in subs:
+            old = db.get(Judging, sub.current_judging_id)
+            if old is None:
+                continue
+            new = Judging(submission_id=sub.id, kind="rescore", status="running", attempt=1)
+            db.add(new)
+            db.flush()
+            for row in old.results:
+                db.add(_rescored(settings, new.id, row, cases, db_cases, package.ptype))
+            db.flush()
+            db.refresh(new)
+            _finalize(db, new)
+        return len(subs)
+
+
+def _rescored(
+    settings: Settings,
+    judging_id: int,
+    row: CaseResultRow,
+    cases: dict[str, Any],
+    db_cases: dict[str, Case],
+    ptype: Any,
+) -> CaseResultRow:
+    spec = db_cases.get(row.case)
+    copy = CaseResultRow(
+        judging_id=judging_id, case=row.case, split=row.split,
+        weight=spec.weight if spec else row.weight, verdict=row.verdict, message=row.message,
+        peak=row.peak, lower_bound=row.lower_bound, score=row.score, time_s=row.time_s,
+        memory_mb=row.memory_mb, plan_digest=row.plan_digest, log=row.log,
+    )  # fmt: skip
+    plan = stored_plan(settings.plans, row.plan_digest) if row.plan_digest else None
+    lc = cases.get(row.case)
+    if plan is not None and plan.is_file() and lc is not None and spec is not None:
+        verification, score = check_plan(ptype, lc.case, spec.lower_bound, plan)
+        copy.verdict, copy.message = str(verification.verdict), verification.message
+        copy.peak, copy.score, copy.lower_bound = verification.peak, score, spec.lower_bound
+    return copy
+
+
+# --- reaper -------------------------------------------------------------------------------
+
+
+def reap(settings: Settings) -> list[int]:
+    """Re-send judgings no worker took (a lost message) and re-queue those whose worker
+    stopped answering (a dead worker). Returns the judging ids re-sent."""
+    now = utcnow()
+    resend: list[tuple[int, int]] = []
+    with session_scope(settings.database_url) as db:
+        stale = now - timedelta(seconds=settings.requeue_after_s)
+        dead = now - timedelta(seconds=settings.heartbeat_timeout_s)
+        for j in db.scalars(select(Judging).where(Judging.status.in_(("queued", "running")))):
+            if j.status == "queued" and _aware(j.enqueued_at) < stale:
+                j.reason = _add(j.reason, f"{now:%H:%M:%S} re-sent: no worker took it")
+            elif j.status == "running" and (
+                j.heartbeat_at is None or _aware(j.heartbeat_at) < dead
+            ):
+                j.reason = _add(j.reason, f"{now:%H:%M:%S} worker {j.worker} stopped answering")
+                j.status = "queued"
+                j.submission.status = "queued"
+                j.submission.status_detail = (
+                    f"re-queued: the worker judging it ({j.worker}) stopped answering"
+                )
+            else:
+                continue
+            j.enqueued_at = now
+            resend.append((j.id, j.priority))
+    for judging_id, priority in resend:
+        try:
+            queue.enqueue_judging(judging_id, priority)
+        except Exception as exc:
+            log.warning("reaper cannot enqueue judging %s: %s", judging_id, exc)
+    return [j for j, _ in resend]
+
+
+def still_queued(settings: Settings, judging_id: int) -> bool:
+    with session_scope(settings.database_url) as db:
+        j = db.get(Judging, judging_id)
+        return j is not None and j.status == "queued"

@@ -1,0 +1,63 @@
+"""Celery tasks: thin adapters from queue messages to worker.judging."""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+
+from celery.signals import worker_ready
+
+from api.db.session import migrate
+from api.queue import JUDGE_TASK, REAP_TASK, RESCORE_TASK
+from worker import judging
+from worker.celery_app import app, settings
+
+log = logging.getLogger("memorace.worker")
+
+
+def worker_name() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def gpu_slot() -> int | None:
+    """The GPU this worker process owns: MEMORACE_GPU_SLOT, else none (CPU problems)."""
+    slot = os.environ.get("MEMORACE_GPU_SLOT", "")
+    return int(slot) if slot.isdigit() else None
+
+
+@worker_ready.connect
+def _on_ready(**_: object) -> None:
+    migrate(settings.database_url)
+    from judge.sandbox.docker import engine_available, remove_orphans
+
+    if engine_available():
+        removed = remove_orphans()
+        if removed:
+            log.warning("removed %d sandbox containers left by dead workers", removed)
+
+
+@app.task(name=JUDGE_TASK, bind=True, max_retries=None)
+def judge(self, judging_id: int) -> str:  # type: ignore[no-untyped-def]
+    try:
+        return judging.run_judging(settings, judging_id, worker_name(), gpu_slot())
+    except judging.Busy as exc:
+        # Maybe a live worker runs it, maybe a dead one did: look again once the
+        # heartbeat would have gone stale.
+        raise self.retry(exc=exc, countdown=settings.heartbeat_timeout_s) from None
+    except Exception as exc:
+        log.exception("judging %s failed", judging_id)
+        judging.fail_judging(settings, judging_id, f"{type(exc).__name__}: {exc}", retry=True)
+        if judging.still_queued(settings, judging_id):
+            raise self.retry(exc=exc, countdown=5, max_retries=judging.MAX_ATTEMPTS) from None
+        return "failed"
+
+
+@app.task(name=RESCORE_TASK)
+def rescore(version_id: int, actor_id: int | None) -> int:
+    return judging.rescore_version(settings, version_id)
+
+
+@app.task(name=REAP_TASK)
+def reap() -> list[int]:
+    return judging.reap(settings)
