@@ -36,7 +36,11 @@ def celery_config(settings: Settings) -> dict[str, Any]:
     if settings.broker_url.startswith("filesystem"):
         # The embedded broker: plain files, no server (one machine only).
         queue = str(settings.queue_dir)
-        options |= {"data_folder_in": queue, "data_folder_out": queue}
+        options |= {
+            "data_folder_in": queue,
+            "data_folder_out": queue,
+            "control_folder": str(settings.queue_dir / "control"),
+        }
     return {
         "broker_url": settings.broker_url,
         "broker_transport_options": options,
@@ -47,6 +51,7 @@ def celery_config(settings: Settings) -> dict[str, Any]:
         "worker_prefetch_multiplier": 1,  # a worker holds only the task it runs
         "task_ignore_result": True,
         "worker_hijack_root_logger": False,
+        "beat_schedule_filename": str(settings.data_dir / "celerybeat-schedule"),
     }
 
 

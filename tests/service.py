@@ -1,0 +1,287 @@
+"""Start the real service for tests: uvicorn over HTTP, real Celery worker processes,
+SQLite or a fresh PostgreSQL database, the embedded broker or a real Redis.
+
+Everything runs as separate processes on 127.0.0.1, exactly as in production; the
+tests talk to it over HTTP and read the database only to check invariants.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import tomllib
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from tests.conftest import ROOT
+
+PG_ADMIN_URL = "postgresql://postgres@127.0.0.1:5432/postgres"
+VENV_BIN = Path(sys.executable).parent
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_for(check: Any, timeout: float, what: str, every: float = 0.2) -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = check()
+        if value:
+            return value
+        time.sleep(every)
+    raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+
+
+@contextmanager
+def postgres_database() -> Iterator[str]:
+    """A fresh, empty PostgreSQL database for one test; dropped afterwards."""
+    import psycopg
+
+    name = f"memorace_test_{uuid.uuid4().hex[:10]}"
+    with psycopg.connect(PG_ADMIN_URL, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    try:
+        yield f"postgresql+psycopg://postgres@127.0.0.1:5432/{name}"
+    finally:
+        with psycopg.connect(PG_ADMIN_URL, autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@contextmanager
+def redis_server() -> Iterator[RedisServer]:
+    """A private redis-server on its own port (so a test may restart it)."""
+    server = RedisServer(free_port())
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@dataclass
+class RedisServer:
+    port: int
+    proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def start(self) -> None:
+        binary = shutil.which("redis-server") or "/usr/bin/redis-server"
+        self.proc = subprocess.Popen(
+            [
+                binary,
+                "--port",
+                str(self.port),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        wait_for(self._answers, 10, "redis-server")
+
+    def stop(self) -> None:
+        if self.proc and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+    def restart(self) -> None:
+        """Kill it (nothing is saved: every queued message is lost) and start it again."""
+        self.stop()
+        self.start()
+
+    def _answers(self) -> bool:
+        with (
+            suppress(OSError),
+            socket.create_connection(("127.0.0.1", self.port), timeout=0.5) as s,
+        ):
+            s.sendall(b"PING\r\n")
+            return s.recv(16).startswith(b"+PONG")
+        return False
+
+
+@dataclass
+class Service:
+    data_dir: Path
+    env: dict[str, str]
+    url: str = ""
+    admin_token: str = ""
+    procs: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
+
+    # --- processes --------------------------------------------------------------------
+    def start_api(self) -> None:
+        port = free_port()
+        self.url = f"http://127.0.0.1:{port}"
+        self._spawn(
+            "api",
+            [str(VENV_BIN / "uvicorn"), "api.app:create_app", "--factory", "--host", "127.0.0.1",
+             "--port", str(port)],
+        )  # fmt: skip
+        wait_for(self._healthy, 60, "the API's /healthz")
+
+    def start_worker(self, name: str = "w1", beat: bool = True) -> subprocess.Popen[bytes]:
+        cmd = [str(VENV_BIN / "celery"), "-A", "worker.celery_app", "worker", "-c", "1",
+               "-n", f"{name}@%h", "--loglevel", "INFO"]  # fmt: skip
+        if beat:
+            cmd += ["-B", "--schedule", str(self.data_dir / f"beat-{name}")]
+        proc = self._spawn(name, cmd)
+        log = self.data_dir / f"{name}.log"
+        wait_for(lambda: b" ready." in log.read_bytes(), 60, f"worker {name} to be ready")
+        return proc
+
+    def kill(self, name: str, sig: int = signal.SIGKILL) -> None:
+        """Signal the whole process group (a Celery worker and its pool children)."""
+        proc = self.procs.pop(name)
+        with suppress(ProcessLookupError):
+            os.killpg(proc.pid, sig)
+        proc.wait(30)
+
+    def stop(self) -> None:
+        for name in list(self.procs):
+            with suppress(Exception):
+                self.kill(name, signal.SIGTERM)
+
+    def log(self, name: str) -> str:
+        return (self.data_dir / f"{name}.log").read_text(errors="replace")
+
+    def _spawn(self, name: str, cmd: list[str]) -> subprocess.Popen[bytes]:
+        log = (self.data_dir / f"{name}.log").open("ab")
+        proc = subprocess.Popen(
+            cmd,
+            cwd=ROOT,
+            env=self.env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        self.procs[name] = proc
+        return proc
+
+    def _healthy(self) -> bool:
+        with suppress(httpx.HTTPError):
+            return httpx.get(f"{self.url}/healthz", timeout=2).status_code == 200
+        return False
+
+    # --- HTTP ---------------------------------------------------------------------------
+    def api(
+        self, method: str, path: str, token: str | None = None, **kwargs: Any
+    ) -> httpx.Response:
+        headers = {"Authorization": f"Bearer {token or self.admin_token}"}
+        return httpx.request(method, f"{self.url}{path}", headers=headers, timeout=60, **kwargs)
+
+    def add_team(self, team: str, username: str) -> str:
+        """A team with one contestant; returns the contestant's API token."""
+        assert self.api("POST", "/api/v1/admin/teams", json={"name": team}).status_code == 201
+        body = {"username": username, "password": f"{username}-password", "team": team}
+        assert self.api("POST", "/api/v1/admin/users", json=body).status_code == 201
+        reply = self.api("POST", "/api/v1/admin/tokens", json={"username": username})
+        assert reply.status_code == 201, reply.text
+        return reply.json()["token"]
+
+    def submit(self, token: str, problem: str, path: Path) -> dict[str, Any]:
+        with path.open("rb") as fh:
+            reply = self.api(
+                "POST", "/api/v1/submissions", token, data={"problem": problem},
+                files={"file": (path.name, fh)},
+            )  # fmt: skip
+        assert reply.status_code in (200, 201), reply.text
+        return reply.json()
+
+    def wait_done(self, token: str, sub_id: int, timeout: float = 300) -> dict[str, Any]:
+        def done() -> dict[str, Any] | None:
+            body = self.api("GET", f"/api/v1/submissions/{sub_id}", token).json()
+            return body if body["status"] in ("done", "error") else None
+
+        return wait_for(done, timeout, f"submission {sub_id} to finish", every=0.5)
+
+
+def start_service(
+    tmp: Path,
+    problems: list[Path],
+    database_url: str | None = None,
+    broker_url: str | None = None,
+    sandbox: str = "local",
+    extra_env: dict[str, str] | None = None,
+) -> Service:
+    """Bootstrap (schema, problems, organizer token) and start the API; workers are
+    started by the test with `start_worker`."""
+    data = tmp / "service"
+    data.mkdir(parents=True, exist_ok=True)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMORACE_")}
+    env |= {"MEMORACE_DATA_DIR": str(data), "MEMORACE_SANDBOX": sandbox, "PYTHONUNBUFFERED": "1"}
+    if database_url:
+        env["MEMORACE_DATABASE_URL"] = database_url
+    if broker_url:
+        env["MEMORACE_BROKER_URL"] = broker_url
+    env |= extra_env or {}
+    service = Service(data, env)
+    token_file = data / "admin.token"
+    boot = subprocess.run(
+        [sys.executable, "-m", "api.bootstrap", "--token-file", str(token_file), "--problems",
+         *map(str, problems)],
+        cwd=ROOT, env=env, capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert boot.returncode == 0, boot.stderr[-3000:]
+    service.admin_token = token_file.read_text().strip()
+    service.start_api()
+    return service
+
+
+def small_package(tmp: Path, slug: str = "mini-gpt2", public: int = 2, hidden: int = 1) -> Path:
+    """A small problem made from the smallest cases of the shipped gpt2-train package
+    (the project's own generated data), so that a judging takes seconds."""
+    source = ROOT / "problems" / "gpt2-train"
+    meta = tomllib.loads((source / "problem.toml").read_text())
+    cases = sorted(
+        meta["cases"],
+        key=lambda c: (source / "data" / c["split"] / f"{c['name']}.csv").stat().st_size,
+    )
+    chosen = [c for c in cases if c["split"] == "public"][:public] + [
+        c for c in cases if c["split"] == "hidden"
+    ][:hidden]
+    pkg = tmp / slug
+    for split in ("public", "hidden"):
+        (pkg / "data" / split).mkdir(parents=True, exist_ok=True)
+    lines = [
+        f'slug = "{slug}"',
+        f'name = "{meta["name"]} (small)"',
+        'type = "offset"',
+        "version = 1",
+        "",
+        "[limits]",
+        "time_limit_s = 10.0",
+        "memory_limit_mb = 1024",
+        "",
+    ]
+    for c in chosen:
+        shutil.copy(source / "data" / c["split"] / f"{c['name']}.csv", pkg / "data" / c["split"])
+        lines += [
+            "[[cases]]",
+            f'name = "{c["name"]}"',
+            f'split = "{c["split"]}"',
+            f"capacity = {c['capacity']}",
+            "",
+        ]
+    (pkg / "problem.toml").write_text("\n".join(lines))
+    (pkg / "statement.md").write_text((source / "statement.md").read_text())
+    return pkg
