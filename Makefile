@@ -2,7 +2,7 @@
 VENV ?= .venv
 PY := $(VENV)/bin/python
 
-.PHONY: setup run test lint bench
+.PHONY: setup run baselines test lint bench
 
 $(VENV)/.installed: pyproject.toml
 	python3 -m venv $(VENV)
@@ -12,9 +12,14 @@ $(VENV)/.installed: pyproject.toml
 
 setup: $(VENV)/.installed
 
-# The main job for now: every reference planner over every shipped problem, scored
-# (10 s per case, so that it ends in a few minutes; the problems allow 30 s).
+# The main job: the whole service on this machine (SQLite, embedded broker, one
+# worker, the shipped problems); prints the organizer token. See scripts/serve.
 run: setup
+	scripts/serve
+
+# Every reference planner over every shipped problem, scored (10 s per case, so that
+# it ends in a few minutes; the problems allow 30 s).
+baselines: setup
 	$(VENV)/bin/memorace baselines --time-limit 10
 
 test: setup

@@ -8,6 +8,11 @@ from __future__ import annotations
 
 import json
 import math
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
 
 import httpx
 import pytest
@@ -33,17 +38,27 @@ def sandbox_for_tests() -> str:
     return "local" if why else "docker"
 
 
-@pytest.fixture(scope="module")
-def stack(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("e2e")
+@contextmanager
+def backends(kind: str) -> Iterator[tuple[str | None, str | None]]:
+    """(database URL, broker URL): production's, or the embedded defaults (None, None)."""
+    if kind == "embedded":
+        yield None, None
+        return
     with postgres_database() as db_url, redis_server() as redis:
+        yield db_url, redis.url
+
+
+@pytest.fixture(scope="module", params=["postgres+redis", "embedded"])
+def stack(request, tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("e2e")
+    with backends(request.param) as (db_url, broker_url):
         service = start_service(
-            tmp, [small_package(tmp)], database_url=db_url, broker_url=redis.url,
+            tmp, [small_package(tmp)], database_url=db_url, broker_url=broker_url,
             sandbox=sandbox_for_tests(),
         )  # fmt: skip
         try:
             service.start_worker("w1")
-            yield service, db_url
+            yield service, db_url or f"sqlite:///{service.data_dir}/db.sqlite"
         finally:
             service.stop()
 
@@ -178,3 +193,28 @@ def test_api_errors_are_clear_json(stack):
         reply = service.api(method, path, who, **kwargs)
         assert reply.status_code == status, (path, reply.status_code, reply.text)
         assert words in reply.json()["detail"], (path, reply.json())
+
+
+def test_cli_submits_follows_and_shows_the_leaderboard(stack):
+    service, _ = stack
+    token = service.add_team("cli-team", "dave")
+    env = {**service.env, "MEMORACE_URL": service.url, "MEMORACE_TOKEN": token}
+    memorace = str(Path(sys.executable).parent / "memorace")
+    planner = str(ROOT / "reference_solutions" / "greedy_size.cpp")
+    run = subprocess.run(
+        [memorace, "submit", planner, "--problem", PROBLEM, "--json"],
+        env=env, capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr[-2000:]
+    body = json.loads(run.stdout)
+    assert body["status"] == "done" and {r["verdict"] for r in body["results"]} == {"OK"}
+    run = subprocess.run(
+        [memorace, "leaderboard", PROBLEM, "--json"], env=env, capture_output=True, text=True,
+        timeout=60, check=True,
+    )  # fmt: skip
+    assert "cli-team" in [r["team"] for r in json.loads(run.stdout)["rows"]]
+    bad = subprocess.run(
+        [memorace, "status", "1"], env={**env, "MEMORACE_TOKEN": "wrong"}, capture_output=True,
+        text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert bad.returncode == 2 and "not valid" in bad.stderr
