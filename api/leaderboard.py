@@ -13,9 +13,8 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from api.db.models import Contest, Submission, Team, User
+from api.db.models import Contest, Submission, Team, User, aware
 from api.problems import current_version
-from api.submissions import _aware
 
 
 def leaderboard(db: Session, slug: str, viewer: User | None) -> dict[str, Any]:
@@ -38,7 +37,7 @@ def leaderboard(db: Session, slug: str, viewer: User | None) -> dict[str, Any]:
     best: dict[int, Submission] = {}
     for sub in db.scalars(query):
         own = viewer is not None and viewer.team_id == sub.team_id
-        if freeze and not admin and not own and _aware(sub.created_at) >= _aware(freeze):
+        if freeze and not admin and not own and aware(sub.created_at) >= aware(freeze):
             continue
         seen = best.get(sub.team_id)
         if seen is None or (sub.public_score, -sub.id) > (seen.public_score, -seen.id):
@@ -62,5 +61,5 @@ def _row(rank: int, sub: Submission, revealed: bool) -> dict[str, Any]:
         "public_score": sub.public_score,
         "hidden_score": sub.hidden_score if revealed else None,
         "submission_id": sub.id,
-        "submitted_at": _aware(sub.created_at).isoformat(),
+        "submitted_at": aware(sub.created_at).isoformat(),
     }

@@ -9,10 +9,9 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Histo
 from prometheus_client.registry import Collector
 from sqlalchemy import func, select
 
-from api.db.models import CaseResultRow, Judging
+from api.db.models import CaseResultRow, Judging, aware
 from api.db.session import session_scope
 from api.settings import get_settings
-from api.submissions import _aware
 
 BUCKETS = (1, 5, 15, 30, 60, 120, 300, 600, 1800, 3600)
 LATENCY_SAMPLE = 2000  # the newest final judgings
@@ -49,7 +48,7 @@ def _latency(db) -> HistogramMetricFamily:  # type: ignore[no-untyped-def]
         .order_by(Judging.id.desc())
         .limit(LATENCY_SAMPLE)
     ).all()
-    seconds = [(_aware(f) - _aware(e)).total_seconds() for e, f in rows if e and f]
+    seconds = [(aware(f) - aware(e)).total_seconds() for e, f in rows if e and f]
     buckets = [(str(b), sum(1 for s in seconds if s <= b)) for b in BUCKETS]
     buckets.append(("+Inf", len(seconds)))
     family = HistogramMetricFamily(

@@ -89,7 +89,13 @@ async def submit(
 ) -> JSONResponse:
     data = await file.read(settings.upload_limit_bytes + 1)
     sub, reused = await run_in_threadpool(
-        submissions.create_submission, db, settings, user, problem, file.filename or "", data
+        submissions.create_submission,
+        db,
+        settings,
+        user,
+        check_form_problem(problem),
+        file.filename or "",
+        data,
     )
     db.commit()
     if not reused:
@@ -182,6 +188,7 @@ def get_leaderboard(slug: str, db: DB, viewer: Viewer) -> dict[str, Any]:
 
 
 def check_form_problem(slug: str) -> str:
+    """The web form and the API say the same thing about a missing problem."""
     if not slug.strip():
         raise ServiceError("say which problem: the form field 'problem' is empty")
     return slug.strip()

@@ -15,7 +15,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from api import queue
-from api.db.models import CaseResultRow, Contest, Judging, Submission, User, utcnow
+from api.db.models import CaseResultRow, Contest, Judging, Submission, User, aware, utcnow
 from api.errors import Forbidden, NotFound, ServiceError, TooMany
 from api.problems import current_version
 from api.settings import Settings
@@ -142,17 +142,10 @@ def _check_window(db: Session, user: User) -> None:
     if contest is None or user.is_admin:
         return
     now = utcnow()
-    if contest.start_at and now < _aware(contest.start_at):
+    if contest.start_at and now < aware(contest.start_at):
         raise Forbidden(f"the contest starts at {contest.start_at.isoformat()}")
-    if contest.end_at and now >= _aware(contest.end_at):
+    if contest.end_at and now >= aware(contest.end_at):
         raise Forbidden(f"the contest ended at {contest.end_at.isoformat()}")
-
-
-def _aware(stamp: Any) -> Any:
-    # SQLite hands back naive datetimes; they are stored in UTC.
-    from datetime import UTC
-
-    return stamp if stamp.tzinfo else stamp.replace(tzinfo=UTC)
 
 
 def get_submission(db: Session, sub_id: int, user: User) -> Submission:
@@ -234,7 +227,7 @@ def submission_dict(
         "status": sub.status,
         "status_detail": sub.status_detail,
         "queue_position": queue_position(db, sub),
-        "created_at": _aware(sub.created_at).isoformat(),
+        "created_at": aware(sub.created_at).isoformat(),
         "public_score": sub.public_score,
         "hidden_score": sub.hidden_score if hidden_visible(db, user) else None,
         "disqualified": sub.disqualified,

@@ -18,10 +18,10 @@ from sqlalchemy import delete, func, select, update
 from sqlalchemy.orm import Session
 
 from api import queue
-from api.db.models import Case, CaseResultRow, Judging, ProblemVersion, Submission, utcnow
+from api.db.models import Case, CaseResultRow, Judging, ProblemVersion, Submission, aware, utcnow
 from api.db.session import session_scope
 from api.settings import Settings
-from api.submissions import _aware, artifact_path
+from api.submissions import artifact_path
 from judge.package import load_cases, load_problem
 from judge.pipeline import judge_planner, stored_plan
 from judge.sandbox import default_sandbox_name
@@ -106,7 +106,7 @@ def _claim(
 
 def _fresh(j: Judging, settings: Settings) -> bool:
     beat = j.heartbeat_at
-    return beat is not None and utcnow() - _aware(beat) < timedelta(
+    return beat is not None and utcnow() - aware(beat) < timedelta(
         seconds=settings.heartbeat_timeout_s
     )
 
@@ -312,11 +312,9 @@ def reap(settings: Settings) -> list[int]:
         stale = now - timedelta(seconds=settings.requeue_after_s)
         dead = now - timedelta(seconds=settings.heartbeat_timeout_s)
         for j in db.scalars(select(Judging).where(Judging.status.in_(("queued", "running")))):
-            if j.status == "queued" and _aware(j.enqueued_at) < stale:
+            if j.status == "queued" and aware(j.enqueued_at) < stale:
                 j.reason = _add(j.reason, f"{now:%H:%M:%S} re-sent: no worker took it")
-            elif j.status == "running" and (
-                j.heartbeat_at is None or _aware(j.heartbeat_at) < dead
-            ):
+            elif j.status == "running" and (j.heartbeat_at is None or aware(j.heartbeat_at) < dead):
                 j.reason = _add(j.reason, f"{now:%H:%M:%S} worker {j.worker} stopped answering")
                 j.status = "queued"
                 j.submission.status = "queued"

@@ -25,6 +25,11 @@ def utcnow() -> datetime:
     return datetime.now(UTC)
 
 
+def aware(stamp: datetime) -> datetime:
+    """SQLite hands datetimes back naive; every stamp is stored in UTC."""
+    return stamp if stamp.tzinfo else stamp.replace(tzinfo=UTC)
+
+
 class Base(DeclarativeBase):
     # Named constraints, so that migrations can refer to them on every backend.
     metadata = MetaData(
