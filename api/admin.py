@@ -11,7 +11,7 @@ from sqlalchemy.orm import Session
 from api import queue
 from api.audit import record
 from api.auth import hash_password, new_token
-from api.db.models import Contest, Judging, Submission, Team, User
+from api.db.models import Contest, Judging, Submission, Team, User, aware
 from api.errors import Conflict, NotFound, ServiceError
 from api.problems import current_version
 
@@ -101,9 +101,14 @@ def rejudge(
     return ids
 
 
-def send_rejudges(ids: list[int]) -> None:
-    for judging_id in ids:
-        queue.enqueue_judging(judging_id, queue.PRIORITY_REJUDGE)
+def send_rejudges(ids: list[int]) -> bool:
+    """Enqueue committed rejudges; False when the broker is down (the reaper re-sends)."""
+    try:
+        for judging_id in ids:
+            queue.enqueue_judging(judging_id, queue.PRIORITY_REJUDGE)
+    except Exception:
+        return False
+    return True
 
 
 def _what(submission_id: int | None, team: str | None, problem: str | None) -> str:
@@ -169,7 +174,7 @@ def update_contest(db: Session, actor: User | None, changes: dict[str, Any]) -> 
     for key, value in changes.items():
         setattr(row, key, value)
     start, end = row.start_at, row.end_at
-    if isinstance(start, datetime) and isinstance(end, datetime) and end <= start:
+    if isinstance(start, datetime) and isinstance(end, datetime) and aware(end) <= aware(start):
         raise ServiceError("the contest must end after it starts")
     record(db, actor, "update_contest", "contest", {k: str(v) for k, v in changes.items()})
     return row

@@ -47,6 +47,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         version="1",
         description="Judge and scoring service for memory-planning contests",
     )
+    app.state.settings = settings
     app.add_middleware(
         SessionMiddleware,
         secret_key=secret_key(settings),

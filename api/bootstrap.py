@@ -21,9 +21,12 @@ def shipped_problems() -> list[Path]:
     return sorted(p.parent for p in (ROOT / "problems").glob("*/problem.toml"))
 
 
-def bootstrap(settings: Settings, admin_name: str, packages: list[Path]) -> str | None:
-    """Idempotent: imports what changed, creates the admin once. Returns a new admin
-    token when the admin was created now (None when it existed)."""
+def bootstrap(
+    settings: Settings, admin_name: str, packages: list[Path], password: str = ""
+) -> str | None:
+    """Idempotent: imports what changed, creates the admin once (with `password` for
+    the web pages, if given). Returns a new admin token when the admin was created
+    now (None when it existed)."""
     settings.ensure_dirs()
     migrate(settings.database_url)
     with session_scope(settings.database_url) as db:
@@ -36,7 +39,7 @@ def bootstrap(settings: Settings, admin_name: str, packages: list[Path]) -> str 
         admin.contest(db)
         if db.scalar(select(User).where(User.username == admin_name)):
             return None
-        user = admin.create_user(db, admin_name, "", None, True, None)
+        user = admin.create_user(db, admin_name, password, None, True, None)
         return new_token(db, user, "bootstrap")
 
 

@@ -15,8 +15,9 @@ from api.errors import Forbidden, ServiceError
 from api.settings import Settings, get_settings
 
 
-def settings_dep() -> Settings:
-    return get_settings()
+def settings_dep(request: Request) -> Settings:
+    """The settings the app was made with (create_app), else the environment's."""
+    return getattr(request.app.state, "settings", None) or get_settings()
 
 
 def db_dep(settings: Annotated[Settings, Depends(settings_dep)]) -> Iterator[Session]:

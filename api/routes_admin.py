@@ -113,16 +113,19 @@ def create_token(body: TokenIn, user: Admin, db: DB) -> dict[str, Any]:
 def rejudge(body: RejudgeIn, user: Admin, db: DB) -> dict[str, Any]:
     ids = admin.rejudge(db, user, body.submission_id, body.team, body.problem)
     db.commit()
-    admin.send_rejudges(ids)
-    return {"judgings": ids}
+    sent = admin.send_rejudges(ids)
+    note = "" if sent else "the queue is unreachable; the reaper will send them when it is back"
+    return {"judgings": ids, "note": note}
 
 
 @router.post("/problems/{slug}/rescore", status_code=202)
 def rescore(slug: str, user: Admin, db: DB) -> dict[str, Any]:
     version = problems.current_version(db, slug)
     record(db, user, "rescore", slug, {"version": version.number})
-    db.commit()
-    queue.enqueue_rescore(version.id, user.id)
+    try:  # before the commit: if the queue is down, no audit entry claims a rescore
+        queue.enqueue_rescore(version.id, user.id)
+    except Exception as exc:
+        raise ServiceError(f"the queue is unreachable, nothing was rescored: {exc}", 503) from exc
     return {"problem": slug, "version": version.number, "queued": True}
 
 

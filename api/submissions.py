@@ -194,18 +194,20 @@ def hidden_visible(db: Session, user: User | None) -> bool:
 
 
 def result_dict(row: CaseResultRow, show_details: bool) -> dict[str, Any]:
+    """Hidden cases show their verdict and score only (unless to an organizer): no
+    message, log, peak, bound, time or plan digest that could leak the case."""
     details = show_details or row.split == "public"
     return {
         "case": row.case,
         "split": row.split,
         "verdict": row.verdict,
-        "message": row.message if details else "",
-        "peak": row.peak,
-        "lower_bound": row.lower_bound,
         "score": row.score,
-        "time_s": row.time_s,
+        "message": row.message if details else "",
+        "peak": row.peak if details else None,
+        "lower_bound": row.lower_bound if details else None,
+        "time_s": row.time_s if details else None,
         "log": row.log if details else "",
-        "plan_digest": row.plan_digest,
+        "plan_digest": row.plan_digest if details else None,
     }
 
 

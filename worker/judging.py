@@ -23,7 +23,7 @@ from api.db.session import session_scope
 from api.settings import Settings
 from api.submissions import artifact_path
 from judge.package import load_cases, load_problem
-from judge.pipeline import judge_planner, stored_plan
+from judge.pipeline import BUILD_TIMEOUT_S, judge_planner, stored_plan
 from judge.sandbox import default_sandbox_name
 from judge.scoring import CaseResult, problem_score
 from judge.verdict import Verdict
@@ -52,6 +52,7 @@ def run_judging(settings: Settings, judging_id: int, worker: str, gpu_slot: int 
     beat.start()
     try:
         problem = load_problem(Path(version_path))
+        _check_visibility(problem.limits.time_limit_s * len(weights) + BUILD_TIMEOUT_S)
         box = settings.sandbox or default_sandbox_name()
         with session_scope(url) as db:
             db.get(Judging, judging_id).sandbox = box  # type: ignore[union-attr]
@@ -70,6 +71,19 @@ def run_judging(settings: Settings, judging_id: int, worker: str, gpu_slot: int 
         return "superseded"
     finally:
         beat.stop()
+
+
+def _check_visibility(longest_s: float) -> None:
+    # Redis hands an unacknowledged task to another worker after the visibility
+    # timeout: a judging longer than that would run twice (harmless, as attempts
+    # guard the rows, but wasteful), so say so loudly.
+    if longest_s > queue.VISIBILITY_TIMEOUT_S:
+        log.error(
+            "a judging may take %.0f s, longer than the broker's visibility timeout (%d s); "
+            "raise api.queue.VISIBILITY_TIMEOUT_S",
+            longest_s,
+            queue.VISIBILITY_TIMEOUT_S,
+        )
 
 
 def _claim(
