@@ -37,9 +37,11 @@ def known_types() -> list[str]:
 
 def _load_builtin() -> None:
     if not _REGISTRY:
+        from judge.types.offload import OFFLOAD
         from judge.types.offset import OFFSET
 
         register(OFFSET)
+        register(OFFLOAD)
 
 
 __all__ = ["CaseLike", "PlanLike", "ProblemType", "Verification", "get_type", "known_types"]

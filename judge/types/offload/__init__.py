@@ -1,0 +1,47 @@
+"""Problem type `offload`: device placement with host memory and timed transfers
+(rules in README.md next to this file)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from judge.types.base import Verification
+from judge.types.offload.case import OffloadCase, read_case
+from judge.types.offload.plan import OffloadPlan, read_plan
+from judge.types.offload.verifier import lower_bound, verify
+from judge.verdict import Verdict
+
+
+class OffloadType:
+    name = "offload"
+    case_suffix = ".json"
+    plan_file = "plan.json"
+
+    def parse_case(self, path: Path, capacity: int) -> OffloadCase:
+        return read_case(path, capacity)
+
+    def parse_plan(self, path: Path, case: OffloadCase) -> OffloadPlan:
+        return read_plan(path, case)
+
+    def verify(self, case: OffloadCase, plan: OffloadPlan) -> Verification:
+        return verify(case, plan)
+
+    def lower_bound(self, case: OffloadCase) -> int:
+        return lower_bound(case)
+
+    def score(self, case: OffloadCase, lower_bound: int, verification: Verification) -> float:
+        """Compute time over makespan: 1.0 when no step ever waits."""
+        if verification.verdict != Verdict.OK or not verification.makespan:
+            return 0.0 if verification.verdict != Verdict.OK else 1.0
+        return min(1.0, lower_bound / verification.makespan)
+
+    def write_planner_input(
+        self, case: OffloadCase, directory: Path, limits: dict[str, Any]
+    ) -> None:
+        body = {"type": self.name, **limits, **case.as_json()}
+        (directory / "case.json").write_text(json.dumps(body, separators=(",", ":")) + "\n")
+
+
+OFFLOAD = OffloadType()
