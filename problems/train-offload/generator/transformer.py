@@ -9,6 +9,7 @@ it moves at 2 TB/s, whichever is longer, rounded up to a whole µs (>= 1).
 Everything here is deterministic: the only randomness (ragged sequence
 lengths) comes from `random.Random(case.seed)`.
 """
+
 from __future__ import annotations
 
 import random
@@ -55,7 +56,9 @@ class Case:
     seq_len: int  # tokens per sequence (the longest, when ragged)
     link: str  # pcie | c2c
     capacity_pct: int  # capacity as a percentage of the max load (before the floor)
-    attention: str = "flash"  # flash (saves log-sum-exp) | eager (saves B x H x S x S probabilities)
+    attention: str = (
+        "flash"  # flash (saves log-sum-exp) | eager (saves B x H x S x S probabilities)
+    )
     recompute: str = "none"  # none | selective (attention core) | full (whole layer)
     optimizer: str = "end"  # end (Adam after the whole backward) | fused (per layer, in backward)
     ragged: bool = False  # each micro-batch padded to its own longest sequence
@@ -84,8 +87,10 @@ def seq_lens(case: Case) -> list[int]:
     rng = random.Random(case.seed)
     out = []
     for _ in range(case.micro_batches):
-        longest = max(min(case.seq_len, int(rng.paretovariate(1.1) * case.seq_len / 8))
-                      for _ in range(case.micro_batch_size))
+        longest = max(
+            min(case.seq_len, int(rng.paretovariate(1.1) * case.seq_len / 8))
+            for _ in range(case.micro_batch_size)
+        )
         out.append(max(128, -(-longest // 128) * 128))
     return out
 
@@ -137,13 +142,18 @@ class Step:
         d, v = self.m.d_model, self.m.vocab
         groups: list[tuple[str, list[tuple[str, int]]]] = [("embed", [("embed.w", v * d)])]
         for layer in range(self.m.n_layer):
-            groups.append((f"L{layer}", [
-                (f"L{layer}.norm", 4 * d),  # LayerNorm 1 and 2, gain and bias
-                (f"L{layer}.qkv.w", 3 * d * d + 3 * d),
-                (f"L{layer}.o.w", d * d + d),
-                (f"L{layer}.up.w", 4 * d * d + 4 * d),
-                (f"L{layer}.down.w", 4 * d * d + d),
-            ]))
+            groups.append(
+                (
+                    f"L{layer}",
+                    [
+                        (f"L{layer}.norm", 4 * d),  # LayerNorm 1 and 2, gain and bias
+                        (f"L{layer}.qkv.w", 3 * d * d + 3 * d),
+                        (f"L{layer}.o.w", d * d + d),
+                        (f"L{layer}.up.w", 4 * d * d + 4 * d),
+                        (f"L{layer}.down.w", 4 * d * d + d),
+                    ],
+                )
+            )
         groups.append(("head", [("final.norm", 2 * d), ("head.w", v * d)]))
         for group, params in groups:
             for name, numel in params:
@@ -158,7 +168,7 @@ class Step:
         for name in names:
             n = self.params[name]
             states = [self.t(f"{name}.{k}", 4 * n) for k in ("master", "adam_m", "adam_v")]
-            uses += [self.p(name), self.grad(name)] + states
+            uses += [self.p(name), self.grad(name), *states]
             flops += 12 * n
             nbytes += 30 * n  # grad 4 + master/m/v read+write 24 + bf16 weight 2
         self.step(f"opt.{group}", flops, nbytes, uses)
@@ -176,8 +186,12 @@ class Step:
         ln1 = self.t(f"{pre}.ln1{tag}", 2 * n * d)
         ln1s = self.t(f"{pre}.ln1.stats{tag}", 8 * n)
         qkv = self.t(f"{pre}.qkv{tag}", 2 * n * 3 * d)
-        self.step(f"F.{pre}.qkv", 2 * n * d * 3 * d, 2 * n * d * 5 + 2 * 3 * d * d,
-                  [x, w["norm"], w["qkv.w"], ln1, ln1s, qkv])
+        self.step(
+            f"F.{pre}.qkv",
+            2 * n * d * 3 * d,
+            2 * n * d * 5 + 2 * 3 * d * d,
+            [x, w["norm"], w["qkv.w"], ln1, ln1s, qkv],
+        )
         ctx = self.t(f"{pre}.ctx{tag}", 2 * n * d)
         attn_flops = 2 * b * s * s * d  # QK^T and PV, causal (half of 4·b·s²·d)
         if c.attention == "flash":
@@ -186,21 +200,38 @@ class Step:
         else:
             keep = c.recompute == "none"
             aux = self.t(f"{pre}.probs{'' if keep else '.fwd'}", 2 * b * h * s * s)
-            self.step(f"F.{pre}.attn", attn_flops, 2 * n * d * 4 + 3 * aux.size,
-                      [qkv, ctx, aux])
+            self.step(f"F.{pre}.attn", attn_flops, 2 * n * d * 4 + 3 * aux.size, [qkv, ctx, aux])
         mid = self.t(f"{pre}.mid{tag}", 2 * n * d)
         self.step(f"F.{pre}.o", 2 * n * d * d, 2 * n * d * 3 + 2 * d * d, [ctx, w["o.w"], x, mid])
         ln2 = self.t(f"{pre}.ln2{tag}", 2 * n * d)
         ln2s = self.t(f"{pre}.ln2.stats{tag}", 8 * n)
         up = self.t(f"{pre}.up{tag}", 2 * n * 4 * d)
         act = self.t(f"{pre}.act{tag}", 2 * n * 4 * d)
-        self.step(f"F.{pre}.up", 2 * n * d * 4 * d, 2 * n * d * 10 + 2 * 4 * d * d,
-                  [mid, w["norm"], w["up.w"], ln2, ln2s, up, act])
+        self.step(
+            f"F.{pre}.up",
+            2 * n * d * 4 * d,
+            2 * n * d * 10 + 2 * 4 * d * d,
+            [mid, w["norm"], w["up.w"], ln2, ln2s, up, act],
+        )
         out = self.t(f"mb{mb}.L{layer + 1}.x", 2 * n * d)
-        self.step(f"F.{pre}.down", 2 * n * 4 * d * d, 2 * n * d * 6 + 2 * 4 * d * d,
-                  [act, w["down.w"], mid, out])
-        saved = dict(ln1=ln1, ln1s=ln1s, qkv=qkv, ctx=ctx, aux=aux, mid=mid, ln2=ln2,
-                     ln2s=ln2s, up=up, act=act)
+        self.step(
+            f"F.{pre}.down",
+            2 * n * 4 * d * d,
+            2 * n * d * 6 + 2 * 4 * d * d,
+            [act, w["down.w"], mid, out],
+        )
+        saved = dict(
+            ln1=ln1,
+            ln1s=ln1s,
+            qkv=qkv,
+            ctx=ctx,
+            aux=aux,
+            mid=mid,
+            ln2=ln2,
+            ln2s=ln2s,
+            up=up,
+            act=act,
+        )
         return out, saved
 
     def recompute_layer(self, mb: int, layer: int, s: int, x: Tensor, saved: dict) -> dict:
@@ -214,16 +245,21 @@ class Step:
         attn_flops = 2 * b * s * s * d
         if c.recompute == "selective":
             probs = self.t(f"{pre}.probs.re", 2 * b * h * s * s)
-            self.step(f"R.{pre}.attn", attn_flops, 2 * n * d * 3 + 2 * probs.size,
-                      [saved["qkv"], probs])
+            self.step(
+                f"R.{pre}.attn", attn_flops, 2 * n * d * 3 + 2 * probs.size, [saved["qkv"], probs]
+            )
             return dict(saved, aux=probs)
         w = {k: self.p(f"L{layer}.{k}") for k in ("norm", "qkv.w", "o.w", "up.w")}
         r = {}
         r["ln1"] = self.t(f"{pre}.ln1", 2 * n * d)
         r["ln1s"] = self.t(f"{pre}.ln1.stats", 8 * n)
         r["qkv"] = self.t(f"{pre}.qkv", 2 * n * 3 * d)
-        self.step(f"R.{pre}.qkv", 2 * n * d * 3 * d, 2 * n * d * 5 + 2 * 3 * d * d,
-                  [x, w["norm"], w["qkv.w"], r["ln1"], r["ln1s"], r["qkv"]])
+        self.step(
+            f"R.{pre}.qkv",
+            2 * n * d * 3 * d,
+            2 * n * d * 5 + 2 * 3 * d * d,
+            [x, w["norm"], w["qkv.w"], r["ln1"], r["ln1s"], r["qkv"]],
+        )
         r["ctx"] = self.t(f"{pre}.ctx", 2 * n * d)
         if c.attention == "flash":
             r["aux"] = self.t(f"{pre}.lse", 4 * b * h * s)
@@ -231,22 +267,33 @@ class Step:
         else:
             r["aux"] = self.t(f"{pre}.probs", 2 * b * h * s * s)
             extra = 3 * r["aux"].size
-        self.step(f"R.{pre}.attn", attn_flops, 2 * n * d * 4 + extra, [r["qkv"], r["ctx"], r["aux"]])
+        self.step(
+            f"R.{pre}.attn", attn_flops, 2 * n * d * 4 + extra, [r["qkv"], r["ctx"], r["aux"]]
+        )
         r["mid"] = self.t(f"{pre}.mid", 2 * n * d)
-        self.step(f"R.{pre}.o", 2 * n * d * d, 2 * n * d * 3 + 2 * d * d,
-                  [r["ctx"], w["o.w"], x, r["mid"]])
+        self.step(
+            f"R.{pre}.o",
+            2 * n * d * d,
+            2 * n * d * 3 + 2 * d * d,
+            [r["ctx"], w["o.w"], x, r["mid"]],
+        )
         r["ln2"] = self.t(f"{pre}.ln2", 2 * n * d)
         r["ln2s"] = self.t(f"{pre}.ln2.stats", 8 * n)
         r["up"] = self.t(f"{pre}.up", 2 * n * 4 * d)
         r["act"] = self.t(f"{pre}.act", 2 * n * 4 * d)
-        self.step(f"R.{pre}.up", 2 * n * d * 4 * d, 2 * n * d * 10 + 2 * 4 * d * d,
-                  [r["mid"], w["norm"], w["up.w"], r["ln2"], r["ln2s"], r["up"], r["act"]])
+        self.step(
+            f"R.{pre}.up",
+            2 * n * d * 4 * d,
+            2 * n * d * 10 + 2 * 4 * d * d,
+            [r["mid"], w["norm"], w["up.w"], r["ln2"], r["ln2s"], r["up"], r["act"]],
+        )
         return r
 
-    def backward_layer(self, mb: int, layer: int, s: int, x: Tensor, dout: Tensor,
-                       sv: dict) -> Tensor:
+    def backward_layer(
+        self, mb: int, layer: int, s: int, x: Tensor, dout: Tensor, sv: dict
+    ) -> Tensor:
         """Backward of one layer (input and weight gradients); returns dL/dx."""
-        c, d, h = self.c, self.m.d_model, self.m.n_head
+        c, d, _h = self.c, self.m.d_model, self.m.n_head
         b = c.micro_batch_size
         n = b * s
         pre = f"mb{mb}.L{layer}"
@@ -254,32 +301,76 @@ class Step:
         w = {k: self.p(f"{lw}.{k}") for k in ("norm", "qkv.w", "o.w", "up.w", "down.w")}
         # MLP down projection, then GELU backward
         dup = self.t(f"{pre}.up.grad", 2 * n * 4 * d)
-        self.step(f"B.{pre}.down", 4 * n * 4 * d * d, 2 * n * d * 14 + 6 * 4 * d * d,
-                  [dout, w["down.w"], sv["act"], sv["up"], self.grad(f"{lw}.down.w"), dup])
+        self.step(
+            f"B.{pre}.down",
+            4 * n * 4 * d * d,
+            2 * n * d * 14 + 6 * 4 * d * d,
+            [dout, w["down.w"], sv["act"], sv["up"], self.grad(f"{lw}.down.w"), dup],
+        )
         # MLP up projection, LayerNorm 2 backward, residual
         dmid = self.t(f"{pre}.mid.grad", 2 * n * d)
-        self.step(f"B.{pre}.up", 4 * n * d * 4 * d, 2 * n * d * 12 + 6 * 4 * d * d,
-                  [dup, w["up.w"], sv["ln2"], sv["ln2s"], sv["mid"], w["norm"], dout,
-                   self.grad(f"{lw}.up.w"), self.grad(f"{lw}.norm"), dmid])
+        self.step(
+            f"B.{pre}.up",
+            4 * n * d * 4 * d,
+            2 * n * d * 12 + 6 * 4 * d * d,
+            [
+                dup,
+                w["up.w"],
+                sv["ln2"],
+                sv["ln2s"],
+                sv["mid"],
+                w["norm"],
+                dout,
+                self.grad(f"{lw}.up.w"),
+                self.grad(f"{lw}.norm"),
+                dmid,
+            ],
+        )
         # attention output projection
         dctx = self.t(f"{pre}.ctx.grad", 2 * n * d)
-        self.step(f"B.{pre}.o", 4 * n * d * d, 2 * n * d * 3 + 6 * d * d,
-                  [dmid, w["o.w"], sv["ctx"], self.grad(f"{lw}.o.w"), dctx])
+        self.step(
+            f"B.{pre}.o",
+            4 * n * d * d,
+            2 * n * d * 3 + 6 * d * d,
+            [dmid, w["o.w"], sv["ctx"], self.grad(f"{lw}.o.w"), dctx],
+        )
         # attention core
         dqkv = self.t(f"{pre}.qkv.grad", 2 * n * 3 * d)
         if c.attention == "flash":
             dq_acc = self.t(f"{pre}.dq_accum", 4 * n * d)  # fp32 dQ accumulator (FlashAttention-2)
-            self.step(f"B.{pre}.attn", 5 * b * s * s * d, 2 * n * d * 10,
-                      [dctx, sv["qkv"], sv["ctx"], sv["aux"], dq_acc, dqkv])
+            self.step(
+                f"B.{pre}.attn",
+                5 * b * s * s * d,
+                2 * n * d * 10,
+                [dctx, sv["qkv"], sv["ctx"], sv["aux"], dq_acc, dqkv],
+            )
         else:
             dprobs = self.t(f"{pre}.probs.grad", sv["aux"].size)  # dP, then dS in place
-            self.step(f"B.{pre}.attn", 4 * b * s * s * d, 2 * n * d * 7 + 4 * dprobs.size,
-                      [dctx, sv["qkv"], sv["aux"], dprobs, dqkv])
+            self.step(
+                f"B.{pre}.attn",
+                4 * b * s * s * d,
+                2 * n * d * 7 + 4 * dprobs.size,
+                [dctx, sv["qkv"], sv["aux"], dprobs, dqkv],
+            )
         # QKV projection, LayerNorm 1 backward, residual
         dx = self.t(f"{pre}.x.grad", 2 * n * d)
-        self.step(f"B.{pre}.qkv", 4 * n * d * 3 * d, 2 * n * d * 10 + 6 * 3 * d * d,
-                  [dqkv, w["qkv.w"], sv["ln1"], sv["ln1s"], x, w["norm"], dmid,
-                   self.grad(f"{lw}.qkv.w"), self.grad(f"{lw}.norm"), dx])
+        self.step(
+            f"B.{pre}.qkv",
+            4 * n * d * 3 * d,
+            2 * n * d * 10 + 6 * 3 * d * d,
+            [
+                dqkv,
+                w["qkv.w"],
+                sv["ln1"],
+                sv["ln1s"],
+                x,
+                w["norm"],
+                dmid,
+                self.grad(f"{lw}.qkv.w"),
+                self.grad(f"{lw}.norm"),
+                dx,
+            ],
+        )
         return dx
 
     def micro_batch(self, mb: int, s: int, last: bool) -> None:
@@ -297,15 +388,32 @@ class Step:
         lnf = self.t(f"mb{mb}.lnf", 2 * n * d)
         lnfs = self.t(f"mb{mb}.lnf.stats", 8 * n)
         logits = self.t(f"mb{mb}.logits", 2 * n * v)
-        self.step(f"F.mb{mb}.head", 2 * n * d * v, 2 * n * v + 2 * v * d + 6 * n * d,
-                  [x, self.p("final.norm"), self.p("head.w"), lnf, lnfs, logits])
+        self.step(
+            f"F.mb{mb}.head",
+            2 * n * d * v,
+            2 * n * v + 2 * v * d + 6 * n * d,
+            [x, self.p("final.norm"), self.p("head.w"), lnf, lnfs, logits],
+        )
         dlogits = self.t(f"mb{mb}.logits.grad", 2 * n * v)
         loss = self.t(f"mb{mb}.loss", 4 * n)  # per-token loss, fp32
         self.step(f"loss.mb{mb}", 6 * n * v, 4 * n * v + 12 * n, [logits, labels, dlogits, loss])
         dx = self.t(f"mb{mb}.L{self.m.n_layer}.x.grad", 2 * n * d)
-        self.step(f"B.mb{mb}.head", 4 * n * d * v, 2 * n * v + 6 * v * d + 8 * n * d,
-                  [dlogits, self.p("head.w"), lnf, lnfs, x, self.p("final.norm"),
-                   self.grad("head.w"), self.grad("final.norm"), dx])
+        self.step(
+            f"B.mb{mb}.head",
+            4 * n * d * v,
+            2 * n * v + 6 * v * d + 8 * n * d,
+            [
+                dlogits,
+                self.p("head.w"),
+                lnf,
+                lnfs,
+                x,
+                self.p("final.norm"),
+                self.grad("head.w"),
+                self.grad("final.norm"),
+                dx,
+            ],
+        )
         if last and c.optimizer == "fused":
             self.optimizer_step(*self.groups[-1])
         for layer in reversed(range(self.m.n_layer)):
@@ -316,12 +424,11 @@ class Step:
             if last and c.optimizer == "fused":
                 self.optimizer_step(*self.groups[1 + layer])
         # embedding backward: scatter-add of dL/dx into the table's gradient
-        self.step(f"B.mb{mb}.embed", n * d, 8 * n * d + 4 * n,
-                  [dx, tokens, self.grad("embed.w")])
+        self.step(f"B.mb{mb}.embed", n * d, 8 * n * d + 4 * n, [dx, tokens, self.grad("embed.w")])
         if last and c.optimizer == "fused":
             self.optimizer_step(*self.groups[0])
 
-    def run(self) -> "Step":
+    def run(self) -> Step:
         c = self.c
         assert c.recompute != "selective" or c.attention == "eager", "selective needs eager"
         self.declare_params()
@@ -368,10 +475,15 @@ class Step:
 
     def to_json(self) -> str:
         link = LINKS[self.c.link]
-        head = (f'{{"capacity":{self.capacity()},"h2d_bandwidth":{link},"d2h_bandwidth":{link},'
-                f'"steps":[{",".join(map(str, self.durations))}],"tensors":[\n')
-        rows = [f'{{"id":"{t.id}","size":{t.size},"alignment":{t.alignment},'
-                f'"uses":[{",".join(map(str, t.uses))}]}}' for t in self.ordered()]
+        head = (
+            f'{{"capacity":{self.capacity()},"h2d_bandwidth":{link},"d2h_bandwidth":{link},'
+            f'"steps":[{",".join(map(str, self.durations))}],"tensors":[\n'
+        )
+        rows = [
+            f'{{"id":"{t.id}","size":{t.size},"alignment":{t.alignment},'
+            f'"uses":[{",".join(map(str, t.uses))}]}}'
+            for t in self.ordered()
+        ]
         return head + ",\n".join(rows) + "\n]}\n"
 
 
