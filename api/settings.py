@@ -39,6 +39,10 @@ class Settings:
     )
     reap_interval_s: float = field(default_factory=lambda: float(_env("REAP_INTERVAL_S", "30")))
     gpu_slots: int = field(default_factory=lambda: int(_env("GPU_SLOTS", "0")))
+    # The replay verifier, per problem: "all", or slugs separated by commas; "" = off.
+    replay: str = field(default_factory=lambda: _env("REPLAY", ""))
+    # "auto": cupy on a worker with a CUDA device, else numpy.
+    replay_backend: str = field(default_factory=lambda: _env("REPLAY_BACKEND", "auto"))
 
     def __post_init__(self) -> None:
         data = self.data_dir
@@ -48,6 +52,11 @@ class Settings:
             )
         if not self.broker_url:
             object.__setattr__(self, "broker_url", _env("BROKER_URL", "filesystem://"))
+
+    def replay_for(self, slug: str) -> str | None:
+        """The replay backend for problem `slug`, or None when its plans are not replayed."""
+        chosen = {x.strip() for x in self.replay.split(",") if x.strip()}
+        return self.replay_backend if "all" in chosen or slug in chosen else None
 
     @property
     def artifacts(self) -> Path:

@@ -23,7 +23,7 @@ from judge.package import Problem, load_cases, load_problem
 from judge.pipeline import JudgeReport, judge_planner
 from judge.sandbox import SandboxError, default_sandbox_name
 from judge.scoring import CaseResult
-from judge.types import get_type
+from judge.types import get_type, known_types
 from judge.verdict import Verdict
 from judge.verifier import check_plan
 
@@ -125,6 +125,9 @@ def judge_cmd(
         str | None, typer.Option(help="docker | local; default: docker if an engine answers")
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="one JSON object")] = False,
+    replay: Annotated[
+        str | None, typer.Option(help="also replay every plan on memory: numpy | cupy | auto")
+    ] = None,
 ) -> None:
     """Judge PLANNER (.py, .cpp, or a .zip/.tar.gz with memorace.toml) on a problem."""
     if split not in ("public", "hidden", "all"):
@@ -133,7 +136,11 @@ def judge_cmd(
         raise _fail("--sandbox must be docker or local")
     prob = _load(problem)
     box = sandbox or default_sandbox_name()
-    report = _judge_with_progress(prob, planner, split, time_limit, quiet=as_json, sandbox=box)
+    if replay not in (None, "numpy", "cupy", "auto"):
+        raise _fail("--replay must be numpy, cupy or auto")
+    report = _judge_with_progress(
+        prob, planner, split, time_limit, quiet=as_json, sandbox=box, replay=replay
+    )
     if as_json:
         out.print_json(json.dumps(report.as_dict()))
     else:
@@ -158,7 +165,7 @@ def baselines(
     for col in ("problem", "planner", "OK", "public", "hidden"):
         summary.add_column(col, justify="left" if col in ("problem", "planner") else "right")
     for prob in problems:
-        for planner in planners:
+        for planner in _planners_for(prob, planners):
             report = _judge_with_progress(prob, planner, split, time_limit, quiet=False)
             ok = sum(r.verdict == Verdict.OK for r in report.results)
             data = report.as_dict()
@@ -170,6 +177,14 @@ def baselines(
                 _fmt(data["hidden_score"]),
             )
     out.print(summary)
+
+
+def _planners_for(prob: Problem, planners: list[Path]) -> list[Path]:
+    """Planners named `<type>_*.py|cpp` are for that problem type; the rest for `offset`."""
+    typed = [p for p in planners if p.name.startswith(f"{prob.type}_")]
+    if prob.type != "offset":
+        return typed
+    return [p for p in planners if "_" not in p.name or p.name.split("_")[0] not in known_types()]
 
 
 def _load(slug_or_path: str) -> Problem:
@@ -189,6 +204,7 @@ def _judge_with_progress(
     time_limit: float | None,
     quiet: bool,
     sandbox: str = "local",
+    replay: str | None = None,
 ) -> JudgeReport:
     total = len(prob.cases_in(split))
     with Progress(
@@ -206,7 +222,9 @@ def _judge_with_progress(
             bar.update(task, advance=1, description=f"{planner.name}: {result.case}")
 
         try:
-            return judge_planner(prob, planner, split, advance, time_limit, sandbox)
+            return judge_planner(
+                prob, planner, split, advance, time_limit, sandbox, replay_backend=replay
+            )
         except (InputError, SandboxError) as exc:
             raise _fail(str(exc)) from None
 

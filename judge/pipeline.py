@@ -56,6 +56,7 @@ def judge_planner(
     sandbox: str | Sandbox = "local",
     gpu_slot: int | None = None,
     plan_store: Path | None = None,
+    replay_backend: str | None = None,
 ) -> JudgeReport:
     """Judge `source` on the cases of `split`; `plan_store`, when given, keeps every
     plan under its sha256 (what a rescore re-verifies without running anything)."""
@@ -73,7 +74,7 @@ def judge_planner(
             if built is not None and (built.exit_code != 0 or built.timed_out):
                 return _all_failed(report, cases, built.log or "the build failed", on_result)
             for lc in cases:
-                result = judge_case(problem, lc, session, limit, plan_store)
+                result = judge_case(problem, lc, session, limit, plan_store, replay_backend)
                 report.results.append(result)
                 if on_result:
                     on_result(result)
@@ -86,6 +87,7 @@ def judge_case(
     session: Session,
     time_limit_s: float,
     plan_store: Path | None = None,
+    replay_backend: str | None = None,
 ) -> CaseResult:
     ptype = problem.ptype
     _empty(session.case_dir)
@@ -96,7 +98,7 @@ def judge_case(
     if failure:
         return _failed(lc, *failure, run.log, run.time_s)
     plan_path = session.out_dir / ptype.plan_file
-    verification, score = check_plan(ptype, lc.case, lc.lower_bound, plan_path)
+    verification, score = check_plan(ptype, lc.case, lc.lower_bound, plan_path, replay_backend)
     digest = _digest(plan_path)
     if plan_store is not None and digest is not None:
         keep_plan(plan_path, plan_store, digest)

@@ -15,17 +15,45 @@ from tests.conftest import ROOT
 SHIPPED = sorted(p.name for p in (ROOT / "problems").iterdir() if (p / "problem.toml").is_file())
 
 
+OFFSET = [s for s in SHIPPED if load_problem(ROOT / "problems" / s).type == "offset"]
+OFFLOAD = [s for s in SHIPPED if load_problem(ROOT / "problems" / s).type == "offload"]
+
+
 @pytest.mark.parametrize("slug", SHIPPED)
-def test_package_is_valid_and_sized_as_promised(slug):
+def test_package_is_valid_with_public_and_hidden_cases(slug):
     problem = load_problem(ROOT / "problems" / slug)
     loaded = load_cases(problem)
-    sizes = [len(lc.case) for lc in loaded]
     assert len(loaded) >= 12
     assert {lc.spec.split for lc in loaded} == {"public", "hidden"}
+    assert "how" in problem.statement.lower() or "example" in problem.statement.lower()
+
+
+@pytest.mark.parametrize("slug", OFFSET)
+def test_offset_package_is_sized_as_promised(slug):
+    loaded = load_cases(load_problem(ROOT / "problems" / slug))
+    sizes = [len(lc.case) for lc in loaded]
     assert min(sizes) <= 5_000 and max(sizes) >= 100_000  # the set as a whole starts at ~1,500
     for lc in loaded:  # capacity is 25 % above the bound, rounded up to a MiB
         assert lc.lower_bound * 1.25 < lc.spec.capacity <= lc.lower_bound * 1.25 + 2**20
-    assert "how" in problem.statement.lower()
+
+
+def max_load(case) -> int:
+    """Max over steps of the bytes of tensors live (first use to last use, inclusive)."""
+    first = case.uses[case.use_start[:-1]]
+    last = case.uses[case.use_start[1:] - 1]
+    live = [int(case.size[(first <= s) & (s <= last)].sum()) for s in range(len(case.steps))]
+    return max(live)
+
+
+@pytest.mark.parametrize("slug", OFFLOAD)
+def test_offload_package_needs_offloading_on_both_links(slug):
+    """Capacities at 50-90 % of the max load (so something must leave the device), links
+    at PCIe 5 x16 and a faster chip-to-chip rate."""
+    loaded = load_cases(load_problem(ROOT / "problems" / slug))
+    for lc in loaded:
+        share = lc.spec.capacity / max_load(lc.case)
+        assert 0.5 <= share <= 0.9 + 2**20 / max_load(lc.case), (lc.spec.name, share)
+    assert {lc.case.h2d for lc in loaded} == {64_000, 450_000}
 
 
 @pytest.mark.parametrize("slug", SHIPPED)

@@ -64,6 +64,7 @@ def run_judging(settings: Settings, judging_id: int, worker: str, gpu_slot: int 
             sandbox=box,
             gpu_slot=gpu_slot,
             plan_store=settings.plans,
+            replay_backend=settings.replay_for(problem.slug),
         )
         _finish(url, judging_id, attempt, report.build_error)
         return "final"

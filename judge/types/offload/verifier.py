@@ -179,12 +179,13 @@ class Timing:
             for s in range(len(self.step_start))
         ]
         total = sum(d for d, _ in stalls)
+        span = f"makespan {self.makespan_us:.3f} µs"
         if not total:
-            return "no stall: every step started as soon as the previous one ended"
+            return f"{span}, no stall: every step started as soon as the previous one ended"
         worst, s = max(stalls)
         return (
-            f"stalled {total / self.unit:.3f} µs in all; longest stall {worst / self.unit:.3f} µs "
-            f"before step {s} ({self.stall_cause[s]})"
+            f"{span}, of which {total / self.unit:.3f} µs stalled; the longest stall, "
+            f"{worst / self.unit:.3f} µs before step {s}: {self.stall_cause[s]}"
         )
 
 
