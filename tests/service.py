@@ -157,9 +157,15 @@ class Service:
         proc.wait(30)
 
     def stop(self) -> None:
-        for name in list(self.procs):
+        """Warm shutdown: SIGTERM to each main process (a Celery worker then finishes its
+        task and removes its sandbox); whatever is left after 30 s is killed."""
+        for name, proc in list(self.procs.items()):
+            with suppress(ProcessLookupError):
+                proc.terminate()
+            with suppress(subprocess.TimeoutExpired):
+                proc.wait(30)
             with suppress(Exception):
-                self.kill(name, signal.SIGTERM)
+                self.kill(name, signal.SIGKILL)
 
     def log(self, name: str) -> str:
         return (self.data_dir / f"{name}.log").read_text(errors="replace")

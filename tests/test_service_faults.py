@@ -3,6 +3,7 @@ queued message) while submissions wait. Nothing is lost, nothing is judged twice
 
 from __future__ import annotations
 
+import shutil
 import signal
 import subprocess
 import textwrap
@@ -73,6 +74,7 @@ def test_worker_killed_mid_judging_finishes_once(stack, tmp_path):
         return body["status"] == "running" and body["cases_done"] >= 1
 
     wait_for(one_case_done, 120, "the first case result")
+    running = sandbox_containers()  # the killed worker's container is among them
     service.kill("w1", signal.SIGKILL)  # the worker and its pool child, mid-judging
     service.start_worker("w2")
     done = service.wait_done(token, sub["id"], timeout=180)
@@ -85,11 +87,18 @@ def test_worker_killed_mid_judging_finishes_once(stack, tmp_path):
     assert "stopped answering" in reason or "lost" in reason, reason
     assert results == distinct == done["cases_total"]  # no duplicate case results
     if service.env["MEMORACE_SANDBOX"] == "docker":  # the dead worker's container is gone too
-        left = subprocess.run(
-            ["docker", "ps", "-aq", "--filter", "label=memorace.sandbox"],
-            capture_output=True, text=True, check=True,
-        ).stdout.split()  # fmt: skip
-        assert left == [], left
+        assert running and not set(running) & set(sandbox_containers())
+
+
+def sandbox_containers() -> list[str]:
+    """Ids of the sandbox containers that exist now (none without a Docker engine)."""
+    if shutil.which("docker") is None:
+        return []
+    listed = subprocess.run(
+        ["docker", "ps", "-aq", "--no-trunc", "--filter", "label=memorace.sandbox"],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    return listed.stdout.split()
 
 
 def test_redis_restart_loses_no_submission(stack, tmp_path):
