@@ -51,14 +51,13 @@ def main() -> None:
     t_replay = best_of(3, lambda: replay("offload", case, plan))
     result = replay("offload", case, plan)
     print(f"case {largest.spec.name}: {len(case)} tensors, {len(case.uses)} uses, {n} residencies")
-    print(
-        f"  exact verify (rules + simulation): {t_verify * 1000:8.1f} ms  {n / t_verify:12,.0f} residencies/s"
-    )
-    print(
-        f"  simulation alone:                  {t_sim * 1000:8.1f} ms  {n / t_sim:12,.0f} residencies/s"
-    )
-    print(f"  numpy replay ({result.cells:,} cells of {result.cell_bytes} B): "
-          f"{t_replay * 1000:8.1f} ms  {n / t_replay:12,.0f} residencies/s")  # fmt: skip
+    rows = [
+        ("exact verify (rules + simulation)", t_verify),
+        ("simulation alone", t_sim),
+        (f"numpy replay ({result.cells:,} cells of {result.cell_bytes} B)", t_replay),
+    ]
+    for label, seconds in rows:
+        print(f"  {label:52} {seconds * 1000:8.1f} ms {n / seconds:12,.0f} residencies/s")
     print(f"  makespan {exact.makespan:,.1f} µs vs compute {int(case.steps.sum()):,} µs")
 
 

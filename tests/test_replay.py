@@ -200,8 +200,10 @@ def test_replay_on_shipped_offload_cases_with_a_simple_plan():
     for path in sorted((ROOT / "problems" / "train-offload" / "data").glob("*/*.json"))[:4]:
         raw = json.loads(path.read_text())
         case = read_case(path, raw["capacity"])
-        plan = {"tensors": [{"id": tid, "residencies": [{"offset": 0, "uses": len(case.uses_of(i))}]}
-                            for i, tid in enumerate(case.ids)]}  # fmt: skip
+        whole = [[{"offset": 0, "uses": len(case.uses_of(i))}] for i in range(len(case))]
+        plan = {
+            "tensors": [{"id": t, "residencies": r} for t, r in zip(case.ids, whole, strict=True)]
+        }
         parsed = parse_offload_plan(plan, "plan", case)
         exact = verify_offload(case, parsed)
         replayed = replay("offload", case, parsed)
