@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import copy
 import json
-import shutil
 from collections import Counter
 from pathlib import Path
 
@@ -191,20 +190,44 @@ SMALL_CASE = {
 SMALL_PLAN = {"tensors": [{"id": "a", "residencies": [{"offset": 0, "uses": 2}]}]}
 
 
-@pytest.mark.skipif(shutil.which("g++") is None, reason="needs nothing but is cheap")
-def test_replay_on_shipped_offload_cases_with_a_simple_plan():
-    """Every shipped offload case, a plan that keeps everything resident where it fits
-    (first fit over whole lifetimes) or else is one the planners made; agree either way."""
-    from judge.types.offload.case import read_case
+@pytest.mark.parametrize("planner", ["offload_naive.py", "offload_greedy.py"])
+def test_replay_agrees_on_every_shipped_offload_case(planner, tmp_path):
+    """Real plans from the reference planners, and each one broken in two ways."""
+    import scripts.gpu_check as gpu_check
+    from judge.package import load_cases, load_problem
 
-    for path in sorted((ROOT / "problems" / "train-offload" / "data").glob("*/*.json"))[:4]:
-        raw = json.loads(path.read_text())
-        case = read_case(path, raw["capacity"])
-        whole = [[{"offset": 0, "uses": len(case.uses_of(i))}] for i in range(len(case))]
-        plan = {
-            "tensors": [{"id": t, "residencies": r} for t, r in zip(case.ids, whole, strict=True)]
-        }
-        parsed = parse_offload_plan(plan, "plan", case)
-        exact = verify_offload(case, parsed)
-        replayed = replay("offload", case, parsed)
-        assert replayed.ok == (exact.verdict == Verdict.OK) and not replayed.ok
+    problem = load_problem(ROOT / "problems" / "train-offload")
+    gpu_check.PLANNERS["offload"] = planner
+    checked = 0
+    for lc in load_cases(problem):
+        raw_plan = json.loads(gpu_check.make_plan(lc, problem, tmp_path).read_text())
+        raw_case = lc.case.as_json()
+        ok, message = agree(raw_case, raw_plan)
+        assert ok, message
+        checked += break_in_place(raw_case, raw_plan)
+    assert checked >= 13 * 4
+
+
+def break_in_place(case: dict, plan: dict) -> int:
+    """Break a big plan one field at a time (and restore it): copying it per mutation
+    would cost more than the checks. Returns how many broken plans were checked."""
+    rows = windows(case, plan)
+    rng = np.random.default_rng(11)
+    later = [w for w in rows if w["k"] > 0]
+    changes = []
+    for w in rng.choice(rows, size=min(4, len(rows)), replace=False):
+        changes += [(w["res"], "offset", case["capacity"])]
+        if case["tensors"][w["t"]]["alignment"] > 1:
+            changes += [(w["res"], "offset", w["res"]["offset"] + 1)]
+    for w in later[:: max(1, len(later) // 4)]:
+        prev = rows[rows.index(w) - 1]
+        if prev["last"] >= 1:
+            changes += [(w["res"], "prefetch_after", prev["last"] - 1)]  # before its copy-out
+        changes += [(w["res"], "prefetch_after", w["first"])]  # too late
+    for res, key, value in changes:
+        old = res[key]
+        res[key] = value
+        ok, _ = agree(case, plan)
+        res[key] = old
+        assert not ok
+    return len(changes)

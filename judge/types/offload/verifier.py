@@ -223,8 +223,9 @@ def simulate(case: OffloadCase, plan: OffloadPlan, lay: Layout | None = None) ->
     """The discrete-event timing of a statically valid plan (README.md, "Timing")."""
     lay = lay or lay_out(case, plan)
     unit = case.h2d * case.d2h
-    t_in = (case.size * case.d2h).tolist()  # size / h2d, in units
-    t_out = (case.size * case.h2d).tolist()
+    sizes = case.size.tolist()  # Python ints: size x bandwidth may pass 2^63
+    t_in = [b * case.d2h for b in sizes]  # size / h2d, in units of 1 / (h2d x d2h) µs
+    t_out = [b * case.h2d for b in sizes]
     n_steps = len(case.steps)
     groups = _group_by_step(plan, lay, n_steps)
     tensor, offset = plan.tensor.tolist(), plan.offset.tolist()
