@@ -29,6 +29,8 @@ test: setup
 bench: setup
 	$(PY) benchmarks/verify_speed.py
 	$(PY) benchmarks/planners.py
+	$(PY) benchmarks/offload_speed.py
+	$(PY) benchmarks/sandbox_overhead.py
 
 # Sandbox images for the docker sandbox (memorace/base:bookworm, memorace/runner:latest);
 # needs Docker, and root with debootstrap for the base. See docker/README.md.
