@@ -9,7 +9,7 @@ and last use; p: prefetch_after), as README.md states.
 from __future__ import annotations
 
 import bisect
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -163,6 +163,8 @@ class Timing:
     step_start: list[int]
     step_end: list[int]
     stall_cause: list[str]  # why each step started late ("" when it did not)
+    # (engine "d2h" | "h2d", residency, start, end): every transfer, for pictures
+    copies: list[tuple[str, int, int, int]] = field(default_factory=list)
 
     @property
     def makespan(self) -> int:
@@ -236,6 +238,7 @@ def simulate(case: OffloadCase, plan: OffloadPlan, lay: Layout | None = None) ->
     owners = ByteOwners()
     d2h_free = h2d_free = prev_end = 0
     starts, ends, causes = [], [], []
+    copies: list[tuple[str, int, int, int]] = []
     for s in range(n_steps):
         start, cause = prev_end, ""
         for r in groups.produced[s]:
@@ -258,14 +261,17 @@ def simulate(case: OffloadCase, plan: OffloadPlan, lay: Layout | None = None) ->
         for r in groups.released[s]:
             release[r] = end
         for r in groups.copied_out[s]:
-            d2h_free = max(end, d2h_free) + t_out[tensor[r]]
+            begin = max(end, d2h_free)
+            d2h_free = begin + t_out[tensor[r]]
+            copies.append(("d2h", r, begin, d2h_free))
             release[r] = copy_out_end[r] = d2h_free
         for r in groups.copied_in[s]:
             t = tensor[r]
             ready, _ = _latest(owners.take(offset[r], offset[r] + size[t], r), release)
             begin = max(end, h2d_free, copy_out_end[r - 1], ready)
             h2d_free = copy_in_end[r] = begin + t_in[t]
-    return Timing(unit, starts, ends, causes)
+            copies.append(("h2d", r, begin, h2d_free))
+    return Timing(unit, starts, ends, causes, copies)
 
 
 def _latest(residencies: list[int], release: list[int]) -> tuple[int, int]:
