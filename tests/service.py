@@ -253,15 +253,19 @@ def start_service(
     return service
 
 
-def small_package(tmp: Path, slug: str = "mini-gpt2", public: int = 2, hidden: int = 1) -> Path:
-    """A small problem made from the smallest cases of the shipped gpt2-train package
-    (the project's own generated data), so that a judging takes seconds."""
-    source = ROOT / "problems" / "gpt2-train"
-    meta = tomllib.loads((source / "problem.toml").read_text())
-    cases = sorted(
-        meta["cases"],
-        key=lambda c: (source / "data" / c["split"] / f"{c['name']}.csv").stat().st_size,
-    )
+def small_package(
+    tmp: Path, slug: str = "mini-gpt2", public: int = 2, hidden: int = 1, source: str = "gpt2-train"
+) -> Path:
+    """A small problem made from the smallest cases of a shipped package (the project's
+    own generated data), so that a judging takes seconds."""
+    origin = ROOT / "problems" / source
+    meta = tomllib.loads((origin / "problem.toml").read_text())
+    suffix = ".json" if meta["type"] == "offload" else ".csv"
+
+    def path(c: dict) -> Path:
+        return origin / "data" / c["split"] / f"{c['name']}{suffix}"
+
+    cases = sorted(meta["cases"], key=lambda c: path(c).stat().st_size)
     chosen = [c for c in cases if c["split"] == "public"][:public] + [
         c for c in cases if c["split"] == "hidden"
     ][:hidden]
@@ -271,7 +275,7 @@ def small_package(tmp: Path, slug: str = "mini-gpt2", public: int = 2, hidden: i
     lines = [
         f'slug = "{slug}"',
         f'name = "{meta["name"]} (small)"',
-        'type = "offset"',
+        f'type = "{meta["type"]}"',
         "version = 1",
         "",
         "[limits]",
@@ -280,7 +284,7 @@ def small_package(tmp: Path, slug: str = "mini-gpt2", public: int = 2, hidden: i
         "",
     ]
     for c in chosen:
-        shutil.copy(source / "data" / c["split"] / f"{c['name']}.csv", pkg / "data" / c["split"])
+        shutil.copy(path(c), pkg / "data" / c["split"])
         lines += [
             "[[cases]]",
             f'name = "{c["name"]}"',
@@ -289,5 +293,5 @@ def small_package(tmp: Path, slug: str = "mini-gpt2", public: int = 2, hidden: i
             "",
         ]
     (pkg / "problem.toml").write_text("\n".join(lines))
-    (pkg / "statement.md").write_text((source / "statement.md").read_text())
+    (pkg / "statement.md").write_text((origin / "statement.md").read_text())
     return pkg

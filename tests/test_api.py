@@ -149,3 +149,17 @@ def test_health_and_metrics(client):
     assert client.get("/healthz").json()["ok"] is True
     text = client.get("/metrics").text
     assert "memorace_queue_depth" in text and "memorace_judging_latency_seconds" in text
+
+
+def test_replay_is_chosen_per_problem(monkeypatch):
+    from api.settings import Settings
+
+    monkeypatch.setenv("MEMORACE_REPLAY", "train-offload, mini")
+    monkeypatch.setenv("MEMORACE_REPLAY_BACKEND", "cupy")
+    chosen = Settings()
+    assert chosen.replay_for("train-offload") == "cupy" and chosen.replay_for("mini") == "cupy"
+    assert chosen.replay_for("gpt2-train") is None
+    monkeypatch.setenv("MEMORACE_REPLAY", "all")
+    assert Settings().replay_for("gpt2-train") == "cupy"
+    monkeypatch.setenv("MEMORACE_REPLAY", "")
+    assert Settings().replay_for("gpt2-train") is None

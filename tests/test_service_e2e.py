@@ -29,6 +29,7 @@ from tests.service import (
 from tests.test_sandbox import docker_ready
 
 PROBLEM = "mini-gpt2"
+OFFLOAD = "mini-offload"  # a second problem type through the same service, replayed
 
 
 def sandbox_for_tests() -> str:
@@ -51,10 +52,12 @@ def backends(kind: str) -> Iterator[tuple[str | None, str | None]]:
 @pytest.fixture(scope="module", params=["postgres+redis", "embedded"])
 def stack(request, tmp_path_factory):
     tmp = tmp_path_factory.mktemp("e2e")
+    packages = [small_package(tmp), small_package(tmp, OFFLOAD, 2, 1, source="train-offload")]
+    replayed = {"MEMORACE_REPLAY": OFFLOAD, "MEMORACE_REPLAY_BACKEND": "numpy"}
     with backends(request.param) as (db_url, broker_url):
         service = start_service(
-            tmp, [small_package(tmp)], database_url=db_url, broker_url=broker_url,
-            sandbox=sandbox_for_tests(),
+            tmp, packages, database_url=db_url, broker_url=broker_url,
+            sandbox=sandbox_for_tests(), extra_env=replayed,
         )  # fmt: skip
         try:
             service.start_worker("w1")
@@ -218,3 +221,25 @@ def test_cli_submits_follows_and_shows_the_leaderboard(stack):
         text=True, timeout=60, check=False,
     )  # fmt: skip
     assert bad.returncode == 2 and "not valid" in bad.stderr
+
+
+def test_an_offload_problem_is_judged_and_replayed_by_the_same_service(stack):
+    """The service knows nothing of problem types: the offload type's plans are judged,
+    scored (compute / makespan) and cross-checked by the replay verifier (worker setting)."""
+    service, _ = stack
+    token = service.add_team("offloaders", "erin")
+    planners = ROOT / "reference_solutions"
+    naive = service.wait_done(
+        token, service.submit(token, OFFLOAD, planners / "offload_naive.py")["id"]
+    )
+    greedy = service.wait_done(
+        token, service.submit(token, OFFLOAD, planners / "offload_greedy.py")["id"]
+    )
+    for done in (naive, greedy):
+        assert done["status"] == "done", done["status_detail"]
+        assert {r["verdict"] for r in done["results"]} == {"OK"}, done["results"]
+        public = [r for r in done["results"] if r["split"] == "public"]
+        assert all("makespan" in r["message"] for r in public)
+    assert greedy["public_score"] > naive["public_score"]
+    board = service.api("GET", f"/api/v1/leaderboard/{OFFLOAD}", token).json()
+    assert board["rows"][0]["team"] == "offloaders"
