@@ -53,7 +53,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         secret_key=secret_key(settings),
         session_cookie="memorace_session",
         same_site="lax",
-        https_only=False,  # behind TLS in production: set by the proxy; see README
+        https_only=settings.secure_cookies,  # MEMORACE_SECURE_COOKIES=1 behind TLS
     )
     _errors(app)
     from api import pages, routes_admin, routes_v1

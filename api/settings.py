@@ -39,6 +39,8 @@ class Settings:
     )
     reap_interval_s: float = field(default_factory=lambda: float(_env("REAP_INTERVAL_S", "30")))
     gpu_slots: int = field(default_factory=lambda: int(_env("GPU_SLOTS", "0")))
+    # Session cookies only over HTTPS (set it when the service is behind TLS).
+    secure_cookies: bool = field(default_factory=lambda: _env("SECURE_COOKIES", "") == "1")
     # The replay verifier, per problem: "all", or slugs separated by commas; "" = off.
     replay: str = field(default_factory=lambda: _env("REPLAY", ""))
     # "auto": cupy on a worker with a CUDA device, else numpy.

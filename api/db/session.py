@@ -7,7 +7,7 @@ from contextlib import contextmanager
 from functools import cache
 from pathlib import Path
 
-from sqlalchemy import Engine, create_engine, event
+from sqlalchemy import Engine, create_engine, event, text
 from sqlalchemy.orm import Session, sessionmaker
 
 MIGRATIONS = Path(__file__).parent / "migrations"
@@ -54,11 +54,22 @@ def session_scope(url: str) -> Iterator[Session]:
 
 
 def migrate(url: str) -> None:
-    """Bring the schema to the newest Alembic revision."""
+    """Bring the schema to the newest Alembic revision.
+
+    On PostgreSQL an advisory lock serialises this: the API and N workers starting
+    together would otherwise race to create the same tables."""
     from alembic import command
     from alembic.config import Config
 
     config = Config()
     config.set_main_option("script_location", str(MIGRATIONS))
     config.set_main_option("sqlalchemy.url", url.replace("%", "%%"))
-    command.upgrade(config, "head")
+    engine = create_engine(url)
+    try:
+        with engine.begin() as connection:
+            if connection.dialect.name == "postgresql":
+                connection.execute(text("SELECT pg_advisory_xact_lock(7270001)"))
+            config.attributes["connection"] = connection
+            command.upgrade(config, "head")
+    finally:
+        engine.dispose()

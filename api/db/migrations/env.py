@@ -13,17 +13,25 @@ def run() -> None:
         with context.begin_transaction():
             context.run_migrations()
         return
+    given = context.config.attributes.get("connection")  # api.db.session.migrate's, locked
+    if given is not None:
+        _migrate(given)
+        return
     engine = create_engine(url)
     with engine.connect() as connection:
-        # batch mode: SQLite cannot ALTER most things in place
-        context.configure(
-            connection=connection,
-            target_metadata=Base.metadata,
-            render_as_batch=connection.dialect.name == "sqlite",
-        )
-        with context.begin_transaction():
-            context.run_migrations()
+        _migrate(connection)
     engine.dispose()
+
+
+def _migrate(connection) -> None:  # type: ignore[no-untyped-def]
+    # batch mode: SQLite cannot ALTER most things in place
+    context.configure(
+        connection=connection,
+        target_metadata=Base.metadata,
+        render_as_batch=connection.dialect.name == "sqlite",
+    )
+    with context.begin_transaction():
+        context.run_migrations()
 
 
 run()

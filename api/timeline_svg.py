@@ -1,0 +1,471 @@
+"""SVG timeline of a valid `offload` plan, for the submission web page.
+
+Top: one time axis (µs) with three lanes: compute (one box per step, the stalls
+between steps in red, each titled with its cause), the device-to-host and the
+host-to-device copy engines (one box per transfer). Below, on the same time
+axis: the device bytes in use (the residencies whose static window covers the
+moment, README.md "Static validity") against the capacity.
+
+Like api/plan_svg.py: a pure function, presentation attributes only (the page
+embeds the string inline), every text XML-escaped, a bounded number of
+elements. Boxes narrower than MIN_PX are merged with touching neighbours of
+their lane, or left out when still too narrow; the caption says what was.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from api.plan_svg import MIN_PX, _byte_ticks, _esc, _nice_step, _spread, _text, _tick, human_bytes
+from judge.types.offload.case import OffloadCase
+from judge.types.offload.plan import OffloadPlan
+from judge.types.offload.verifier import Timing, lay_out, residency_name
+
+LEFT, RIGHT, TOP, BOTTOM = 72, 124, 26, 52
+LANE_H, LANE_GAP = 18, 6  # lane height and the space between lanes
+AXIS_H = 30  # the time ticks and their labels under the lanes
+PANEL_GAP = 10  # between the time axis of the lanes and the memory panel
+MIN_MEMORY_H = 60
+LABEL_GAP_PX = 12
+GAP_PX = 0.5  # boxes wider than 12 x this end this much early, so neighbours stay apart
+COLOURS = {
+    "step": "#4e79a7",
+    "stall": "#d62728",
+    "d2h": "#f28e2b",
+    "h2d": "#59a14f",
+    "in use": "#76b7b2",
+    "in use line": "#3b7d78",
+}
+# (colour, dash pattern) of the marked horizontal lines of the memory panel.
+MARKS = {"capacity": ("#d62728", "6 3"), "most in use": ("#222222", "")}
+LANES = (("compute", "step"), ("D2H", "d2h"), ("H2D", "h2d"))
+LEGEND = (
+    ("step", "compute step"),
+    ("stall", "stall"),
+    ("d2h", "copy-out (D2H)"),
+    ("h2d", "copy-in (H2D)"),
+    ("in use", "device bytes in use"),
+)
+# Draw order and priority under max_items: stalls are kept first.
+KINDS = ("stall", "step", "d2h", "h2d")
+
+Arr = np.ndarray
+
+
+@dataclass(frozen=True)
+class _Frame:
+    """Pixel geometry; times are float µs from here on."""
+
+    left: float
+    pw: float
+    t1: float  # µs at the right edge (time 0 at the left)
+    lane_top: float
+    mem_top: float
+    mem_h: float
+    ymax: int
+
+    @property
+    def sx(self) -> float:
+        return self.pw / self.t1
+
+    def x(self, t: float | Arr) -> float | Arr:
+        return self.left + t * self.sx
+
+    def lane_y(self, k: int) -> float:
+        return self.lane_top + k * (LANE_H + LANE_GAP)
+
+    @property
+    def axis_y(self) -> float:
+        return self.lane_y(len(LANES)) - LANE_GAP
+
+    def y(self, b: int | Arr) -> float | Arr:
+        return self.mem_top + self.mem_h - b * (self.mem_h / self.ymax)
+
+
+@dataclass(frozen=True)
+class _Boxes:
+    """One lane's intervals, sorted, grouped into boxes: box i covers intervals
+    first[i]:stop[i] and is drawn from a[i] to a[i] + w[i] µs."""
+
+    kind: str
+    rows: Arr  # per sorted interval: its step (step, stall) or its row of timing.copies
+    first: Arr
+    stop: Arr
+    a: Arr
+    w: Arr
+    merged: int  # intervals drawn inside a box of several
+    dropped: int  # intervals in boxes still under MIN_PX
+
+
+def timeline_svg(
+    case: OffloadCase,
+    plan: OffloadPlan,
+    timing: Timing,
+    width: int = 960,
+    height: int = 440,
+    max_items: int = 4000,
+) -> str:
+    """Render the timing of a valid plan: steps, stalls and copies, then bytes in use.
+
+    Draws at most `max_items` boxes (stalls first, then the widest).
+    """
+    min_height = TOP + 3 * (LANE_H + LANE_GAP) + AXIS_H + PANEL_GAP + MIN_MEMORY_H + BOTTOM
+    if width <= LEFT + RIGHT or height < min_height:
+        raise ValueError(f"{width}x{height} px leaves no room for the timeline")
+    n_steps = len(case.steps)
+    if len(timing.step_start) != n_steps or len(timing.step_end) != n_steps:
+        raise ValueError("the timing does not belong to this case")
+    unit = timing.unit
+    start = np.array(timing.step_start, dtype=np.float64) / unit
+    end = np.array(timing.step_end, dtype=np.float64) / unit
+    copies = timing.copies
+    copy_end = max((c[3] for c in copies), default=0) / unit
+    during, after = _in_use(case, plan, n_steps)
+    most = int(during.max()) if n_steps else 0
+
+    lane_top = TOP + 8
+    mem_top = lane_top + 3 * (LANE_H + LANE_GAP) - LANE_GAP + AXIS_H + PANEL_GAP
+    f = _Frame(
+        left=LEFT,
+        pw=width - LEFT - RIGHT,
+        t1=max(float(end[-1]) if n_steps else 0.0, copy_end) or 1.0,
+        lane_top=lane_top,
+        mem_top=mem_top,
+        mem_h=height - BOTTOM - mem_top,
+        ymax=max(case.capacity, most, 1),
+    )
+    parts = [_open(width, height), *_legend(f), *_lanes(f), *_memory_axes(f)]
+    if n_steps == 0:
+        parts.append(_text(f.left + f.pw / 2, f.axis_y - 20, "no steps", anchor="middle"))
+    boxes = _all_boxes(f, start, end, copies, unit)
+    shown = _select(boxes, max_items)
+    titles = _Titles(case, plan, timing, start, end, copies)
+    for b, keep in zip(boxes, shown, strict=True):
+        parts.append(_draw(f, b, keep, titles))
+    if n_steps:
+        parts.append(_occupancy(f, start, end, during, after))
+    parts += _marks(f, {"most in use": most, "capacity": case.capacity})
+    parts += _caption(case, timing, boxes, shown, height)
+    parts.append("</svg>")
+    return "\n".join(parts)
+
+
+# --- data ---------------------------------------------------------------------------------
+
+
+def _in_use(case: OffloadCase, plan: OffloadPlan, n_steps: int) -> tuple[Arr, Arr]:
+    """Bytes of the residencies whose window covers "during step s" and "after step s"."""
+    if not n_steps:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    lay = lay_out(case, plan)
+    size = case.size[plan.tensor]
+    diff = np.zeros(2 * n_steps + 1, dtype=np.int64)  # sizes <= 2^48: sums stay in int64
+    np.add.at(diff, lay.lower, size)
+    np.add.at(diff, lay.upper, -size)
+    load = np.cumsum(diff[:-1])
+    return load[0::2], load[1::2]
+
+
+def _groups(kind: str, rows: Arr, a: Arr, b: Arr, sx: float, summed: bool = False) -> _Boxes:
+    """Merge each interval under MIN_PX into its neighbours when the gap between
+    them is under MIN_PX too; an isolated one stays under MIN_PX and is dropped.
+
+    Intervals are sorted and disjoint (one compute stream, FIFO engines). A box
+    spans its run, or (summed: stalls) is as wide as the run's total length.
+    """
+    n = a.size
+    small = (b - a) * sx < MIN_PX
+    new = np.ones(n, bool)
+    new[1:] = (~small[1:] & ~small[:-1]) | ((a[1:] - b[:-1]) * sx >= MIN_PX)
+    first = np.flatnonzero(new)
+    stop = np.append(first[1:], n).astype(np.int64)
+    if n:
+        w = np.add.reduceat(b - a, first) if summed else np.maximum.reduceat(b, first) - a[first]
+    else:
+        w = np.zeros(0)
+    count = stop - first
+    visible = w * sx >= MIN_PX
+    return _Boxes(
+        kind,
+        rows,
+        first[visible],
+        stop[visible],
+        a[first][visible],
+        w[visible],
+        merged=int(count[visible & (count > 1)].sum()),
+        dropped=int(count[~visible].sum()),
+    )
+
+
+def _all_boxes(
+    f: _Frame, start: Arr, end: Arr, copies: list[tuple[str, int, int, int]], unit: int
+) -> list[_Boxes]:
+    prev_end = np.concatenate([[0.0], end[:-1]])
+    stalled = np.flatnonzero(start > prev_end)
+    out = {
+        "stall": _groups("stall", stalled, prev_end[stalled], start[stalled], f.sx, summed=True),
+        "step": _groups("step", np.arange(start.size), start, end, f.sx),
+    }
+    for engine in ("d2h", "h2d"):
+        rows = np.array([k for k, c in enumerate(copies) if c[0] == engine], dtype=np.int64)
+        a = np.array([copies[k][2] for k in rows.tolist()], dtype=np.float64) / unit
+        b = np.array([copies[k][3] for k in rows.tolist()], dtype=np.float64) / unit
+        order = np.argsort(a, kind="stable")
+        out[engine] = _groups(engine, rows[order], a[order], b[order], f.sx)
+    return [out[k] for k in KINDS]
+
+
+def _select(boxes: list[_Boxes], max_items: int) -> list[Arr]:
+    """Which boxes of each lane to draw: stalls first, then the widest."""
+    lane = np.concatenate([np.full(b.w.size, k) for k, b in enumerate(boxes)])
+    index = np.concatenate([np.arange(b.w.size) for b in boxes])
+    width = np.concatenate([b.w for b in boxes])
+    stall = lane == KINDS.index("stall")
+    top = np.lexsort((-width, ~stall))[: max(max_items, 0)]
+    return [np.sort(index[top[lane[top] == k]]) for k in range(len(boxes))]
+
+
+# --- drawing ------------------------------------------------------------------------------
+
+
+class _Titles:
+    """Hover texts, built only for the boxes drawn."""
+
+    def __init__(
+        self,
+        case: OffloadCase,
+        plan: OffloadPlan,
+        timing: Timing,
+        start: Arr,
+        end: Arr,
+        copies: list[tuple[str, int, int, int]],
+    ) -> None:
+        self.case, self.plan, self.timing = case, plan, timing
+        self.start, self.end, self.copies = start, end, copies
+
+    def __call__(self, b: _Boxes, i: int) -> str:
+        lo, hi = int(b.first[i]), int(b.stop[i])
+        if b.kind == "step":
+            return self._steps(lo, hi)
+        if b.kind == "stall":
+            return self._stalls(b.rows[lo:hi])
+        return self._copies(b.kind, b.rows[lo:hi].tolist())
+
+    def _steps(self, lo: int, hi: int) -> str:
+        a, z = float(self.start[lo]), float(self.end[hi - 1])
+        if hi - lo == 1:
+            return f"step {lo}: {_us(a)}–{_us(z)} µs ({_us(z - a)} µs)"
+        busy = float((self.end[lo:hi] - self.start[lo:hi]).sum())
+        return f"steps {lo}–{hi - 1}: {_us(a)}–{_us(z)} µs, {_us(busy)} µs of compute"
+
+    def _stalls(self, steps: Arr) -> str:
+        before = np.concatenate([[0.0], self.end])[steps]
+        length = self.start[steps] - before
+        k = int(np.argmax(length))
+        s = int(steps[k])
+        cause = self.timing.stall_cause[s] or "unknown"
+        if steps.size == 1:
+            return (
+                f"stall before step {s}: {_us(length[k])} µs "
+                f"({_us(before[k])}–{_us(self.start[s])} µs): {cause}"
+            )
+        return (
+            f"{steps.size} stalls before steps {int(steps[0])}–{int(steps[-1])}, "
+            f"{_us(length.sum())} µs in all; the longest, {_us(length[k])} µs before "
+            f"step {s}: {cause}"
+        )
+
+    def _copies(self, engine: str, rows: list[int]) -> str:
+        unit = self.timing.unit
+        what = "copy-out" if engine == "d2h" else "copy-in"
+        sizes = self.case.size[self.plan.tensor]
+        residencies = [self.copies[k][1] for k in rows]
+        nbytes = int(sizes[residencies].sum())
+        a, z = self.copies[rows[0]][2] / unit, self.copies[rows[-1]][3] / unit
+        name = residency_name(self.case, self.plan, residencies[0])
+        if len(rows) == 1:
+            return f"{name}: {what}, {nbytes} bytes, {_us(a)}–{_us(z)} µs"
+        last = residency_name(self.case, self.plan, residencies[-1])
+        return (
+            f"{len(rows)} {what}s ({name} … {last}), {nbytes} bytes "
+            f"({human_bytes(nbytes)}), {_us(a)}–{_us(z)} µs"
+        )
+
+
+def _draw(f: _Frame, b: _Boxes, keep: Arr, titles: _Titles) -> str:
+    lane = {"stall": 0, "step": 0, "d2h": 1, "h2d": 2}[b.kind]
+    y = f.lane_y(lane)
+    out = [f'<g class="{b.kind}" fill="{COLOURS[b.kind]}">']
+    xs, ws = f.x(b.a[keep]), b.w[keep] * f.sx
+    if b.kind != "stall":  # a hairline between touching boxes
+        ws = np.where(ws > 12 * GAP_PX, ws - GAP_PX, ws)
+    for i, x, w in zip(keep.tolist(), xs.tolist(), ws.tolist(), strict=True):
+        out.append(
+            f'<rect x="{x:.2f}" y="{y}" width="{w:.2f}" height="{LANE_H}">'
+            f"<title>{_esc(titles(b, i))}</title></rect>"
+        )
+    out.append("</g>")
+    return "\n".join(out)
+
+
+def _occupancy(f: _Frame, start: Arr, end: Arr, during: Arr, after: Arr) -> str:
+    """A step line: `during` over each step, `after` over the stall that follows it;
+    segments sharing a pixel column are drawn at their maximum."""
+    xs = np.empty(2 * start.size)
+    xs[0::2], xs[1::2] = start, end
+    load = np.empty(2 * start.size, dtype=np.int64)
+    load[0::2], load[1::2] = during, after
+    xs, load = xs[:-1], load[:-1]  # nothing is in use after the last step
+    stop = float(end[-1])
+    wide = np.append(xs[1:], stop) > xs
+    xs, load = xs[wide], load[wide]
+    base = f.y(0)
+    if xs.size == 0:
+        return ""
+    column = np.floor(xs * f.sx).astype(np.int64)
+    first = np.flatnonzero(np.append(True, column[1:] != column[:-1]))
+    gx = f.x(xs[first]).tolist()
+    gy = f.y(np.maximum.reduceat(load, first)).tolist()
+    edges = [*gx[1:], float(f.x(stop))]
+    d = [f"M{gx[0]:.2f},{base:.2f}"]
+    for x0, x1, y in zip(gx, edges, gy, strict=True):
+        d.append(f"L{x0:.2f},{y:.2f}L{x1:.2f},{y:.2f}")
+    d.append(f"L{edges[-1]:.2f},{base:.2f}Z")
+    tip = "device bytes in use: during each step, and after it while the next one stalls"
+    return (
+        f'<path class="in-use" d="{"".join(d)}" fill="{COLOURS["in use"]}" fill-opacity="0.55" '
+        f'stroke="{COLOURS["in use line"]}" stroke-width="0.8"><title>{_esc(tip)}</title></path>'
+    )
+
+
+def _lanes(f: _Frame) -> list[str]:
+    out = []
+    for k, (label, _) in enumerate(LANES):
+        y = f.lane_y(k)
+        out.append(
+            f'<rect class="lane" x="{f.left}" y="{y}" width="{f.pw}" height="{LANE_H}" '
+            'fill="#fafafa" stroke="#999"/>'
+        )
+        out.append(_text(f.left - 6, y + LANE_H / 2, label, anchor="end", baseline="middle"))
+    out += _time_axis(f, f.axis_y)
+    return out
+
+
+def _memory_axes(f: _Frame) -> list[str]:
+    bottom = f.mem_top + f.mem_h
+    out = [
+        f'<rect class="frame" x="{f.left}" y="{f.mem_top:.2f}" width="{f.pw}" '
+        f'height="{f.mem_h:.2f}" fill="#fafafa" stroke="#999"/>'
+    ]
+    for value, label in _byte_ticks(f.ymax):
+        y = f.y(value)
+        out.append(_tick(f.left - 4, y, f.left, y))
+        out.append(_text(f.left - 6, y, label, anchor="end", baseline="middle"))
+    out += _time_axis(f, bottom)
+    mid = f.mem_top + f.mem_h / 2
+    out.append(
+        f'<text x="12" y="{mid:.2f}" text-anchor="middle" '
+        f'transform="rotate(-90 12 {mid:.2f})">device bytes</text>'
+    )
+    return out
+
+
+def _time_axis(f: _Frame, y: float) -> list[str]:
+    step = _nice_step(f.t1)
+    digits = max(0, -math.floor(math.log10(step)))
+    out = []
+    for k in range(int(f.t1 / step + 1e-9) + 1):
+        x = f.x(k * step)
+        out.append(_tick(x, y, x, y + 4))
+        out.append(_text(x, y + 15, f"{k * step:.{digits}f}", anchor="middle"))
+    out.append(_text(f.left + f.pw + 6, y + 15, "µs", fill="#555"))
+    return out
+
+
+def _marks(f: _Frame, values: dict[str, int]) -> list[str]:
+    ys = [float(f.y(v)) for v in values.values()]
+    out = []
+    for (name, value), y, ly in zip(values.items(), ys, _spread(ys, LABEL_GAP_PX), strict=True):
+        colour, dash = MARKS[name]
+        dash_attr = f' stroke-dasharray="{dash}"' if dash else ""
+        out.append(
+            f'<line class="mark {name.replace(" ", "-")}" x1="{f.left}" y1="{y:.2f}" '
+            f'x2="{f.left + f.pw}" y2="{y:.2f}" stroke="{colour}" stroke-width="1.5"'
+            f"{dash_attr}><title>{_esc(f'{name}: {value} bytes')}</title></line>"
+        )
+        out.append(
+            _text(f.left + f.pw + 6, ly, f"{name} {human_bytes(value)}", fill=colour,
+                  baseline="middle")
+        )  # fmt: skip
+    return out
+
+
+def _legend(f: _Frame) -> list[str]:
+    y, x = TOP / 2, float(f.left)
+    out = []
+    for key, label in LEGEND:
+        out.append(
+            f'<rect x="{x:.2f}" y="{y - 5:.2f}" width="14" height="10" fill="{COLOURS[key]}"/>'
+        )
+        out.append(_text(x + 18, y, label, baseline="middle"))
+        x += 18 + 6.2 * len(label) + 12
+    colour, dash = MARKS["capacity"]
+    out.append(
+        f'<line x1="{x:.2f}" y1="{y:.2f}" x2="{x + 18:.2f}" y2="{y:.2f}" stroke="{colour}" '
+        f'stroke-width="1.5" stroke-dasharray="{dash}"/>'
+    )
+    out.append(_text(x + 22, y, "capacity", baseline="middle"))
+    return out
+
+
+def _caption(
+    case: OffloadCase, timing: Timing, boxes: list[_Boxes], shown: list[Arr], height: int
+) -> list[str]:
+    unit = timing.unit
+    makespan = timing.makespan / unit
+    compute = int(case.steps.sum())
+    stalls = [
+        s - (timing.step_end[k - 1] if k else 0) for k, s in enumerate(timing.step_start)
+    ]  # exact integers in 1/unit µs
+    stalled = sum(stalls) / unit
+    score = compute / makespan if makespan else 1.0
+    summary = (
+        f"makespan {_us(makespan)} µs · compute {compute} µs · stalled {_us(stalled)} µs "
+        f"({_count(sum(1 for s in stalls if s), 'stall')}) · score {score:.4f}"
+    )
+    out = [_text(LEFT, height - 22, summary, fill="#333")]
+    notes = []
+    merged = sum(b.merged for b in boxes)
+    dropped = sum(b.dropped for b in boxes)
+    drawn = sum(k.size for k in shown)
+    candidates = sum(b.first.size for b in boxes)
+    if merged:
+        notes.append(f"{merged} steps, stalls or copies under {MIN_PX} px drawn merged")
+    if dropped:
+        notes.append(f"{dropped} under {MIN_PX} px left out")
+    if drawn < candidates:
+        notes.append(f"truncated: showing {drawn} of {candidates} boxes (stalls, then widest)")
+    if notes:
+        out.append(_text(LEFT, height - 6, "; ".join(notes), fill="#555", size=10))
+    return out
+
+
+def _count(n: int, what: str) -> str:
+    return f"{n} {what}" + ("" if n == 1 else "s")
+
+
+def _us(value: float) -> str:
+    """µs with at most 3 decimals: 44, 12.5, 0.001."""
+    text = f"{float(value):.3f}".rstrip("0").rstrip(".")
+    return "0" if text == "-0" else text
+
+
+def _open(width: int, height: int) -> str:
+    return (
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+        f'viewBox="0 0 {width} {height}" role="img" aria-label="offload plan timeline" '
+        'font-family="sans-serif" font-size="11">'
+    )
