@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import secrets
+import time
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -14,7 +15,7 @@ from sqlalchemy import text
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.middleware.sessions import SessionMiddleware
 
-from api import queue
+from api import logs, queue
 from api.db.session import get_engine, migrate
 from api.errors import ServiceError
 from api.metrics import DatabaseCollector
@@ -39,6 +40,7 @@ def secret_key(settings: Settings) -> str:
 
 def create_app(settings: Settings | None = None) -> FastAPI:
     global _collector
+    logs.setup()
     settings = settings or get_settings()
     settings.ensure_dirs()
     migrate(settings.database_url)
@@ -56,6 +58,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         https_only=settings.secure_cookies,  # MEMORACE_SECURE_COOKIES=1 behind TLS
     )
     _errors(app)
+    _access_log(app)
     from api import pages, routes_admin, routes_v1
 
     app.include_router(routes_v1.router)
@@ -93,6 +96,26 @@ def _errors(app: FastAPI) -> None:
     async def crash(request: Request, exc: Exception) -> Response:
         log.exception("unhandled error on %s %s", request.method, request.url.path)
         return _error(request, 500, "internal error: the organizers have the details in the log")
+
+
+def _access_log(app: FastAPI) -> None:
+    access = logging.getLogger("memorace.api.access")
+
+    @app.middleware("http")
+    async def log_request(request: Request, call_next):  # type: ignore[no-untyped-def]
+        start = time.perf_counter()
+        response = await call_next(request)
+        access.info(
+            "request",
+            extra={
+                "method": request.method,
+                "path": request.url.path,
+                "status": response.status_code,
+                "ms": round((time.perf_counter() - start) * 1000, 1),
+                "client": request.client.host if request.client else None,
+            },
+        )
+        return response
 
 
 def _error(request: Request, status: int, message: str) -> Response:

@@ -67,6 +67,11 @@ def run_judging(settings: Settings, judging_id: int, worker: str, gpu_slot: int 
             replay_backend=settings.replay_for(problem.slug),
         )
         _finish(url, judging_id, attempt, report.build_error)
+        log.info(
+            "judging final",
+            extra={"judging": judging_id, "attempt": attempt, "cases": len(report.results),
+                   **{k: v for k, v in report.as_dict().items() if k.endswith("score")}},
+        )  # fmt: skip
         return "final"
     except Superseded:
         return "superseded"

@@ -6,7 +6,7 @@ import logging
 import os
 import socket
 
-from celery.signals import worker_ready
+from celery.signals import after_setup_logger, worker_ready
 
 from api.db.session import migrate
 from api.queue import JUDGE_TASK, REAP_TASK, RESCORE_TASK
@@ -24,6 +24,16 @@ def gpu_slot() -> int | None:
     """The GPU this worker process owns: MEMORACE_GPU_SLOT, else none (CPU problems)."""
     slot = os.environ.get("MEMORACE_GPU_SLOT", "")
     return int(slot) if slot.isdigit() else None
+
+
+@after_setup_logger.connect
+def _json_logs(logger: logging.Logger, **_: object) -> None:
+    """Celery's own lines and ours as JSON, one object per line."""
+    from api.logs import formatter, setup
+
+    for handler in logger.handlers:
+        handler.setFormatter(formatter())
+    setup()
 
 
 @worker_ready.connect
