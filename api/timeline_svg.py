@@ -49,8 +49,13 @@ LEGEND = (
     ("h2d", "copy-in (H2D)"),
     ("in use", "device bytes in use"),
 )
-# Draw order and priority under max_items: stalls are kept first.
+# Draw order of the lanes' boxes (stalls are also kept first under max_items) and the
+# lane each kind is drawn on.
 KINDS = ("stall", "step", "d2h", "h2d")
+LANE_OF = {"stall": 0, "step": 0, "d2h": 1, "h2d": 2}
+# Bytes of <rect>s at most: the rest of the picture stays far below 100 KB, so the whole
+# stays under 1.5 MB whatever the ids (up to 100 characters each) make of the titles.
+BOX_BYTES = 1_300_000
 
 Arr = np.ndarray
 
@@ -141,14 +146,13 @@ def timeline_svg(
     if n_steps == 0:
         parts.append(_text(f.left + f.pw / 2, f.axis_y - 20, "no steps", anchor="middle"))
     boxes = _all_boxes(f, start, end, copies, unit)
-    shown = _select(boxes, max_items)
     titles = _Titles(case, plan, timing, start, end, copies)
-    for b, keep in zip(boxes, shown, strict=True):
-        parts.append(_draw(f, b, keep, titles))
+    groups, drawn = _draw(f, boxes, *_select(boxes, max_items), titles)
+    parts += groups
     if n_steps:
         parts.append(_occupancy(f, start, end, during, after))
     parts += _marks(f, {"most in use": most, "capacity": case.capacity})
-    parts += _caption(case, timing, boxes, shown, height)
+    parts += _caption(case, timing, boxes, drawn, height)
     parts.append("</svg>")
     return "\n".join(parts)
 
@@ -162,7 +166,8 @@ def _in_use(case: OffloadCase, plan: OffloadPlan, n_steps: int) -> tuple[Arr, Ar
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
     lay = lay_out(case, plan)
     size = case.size[plan.tensor]
-    diff = np.zeros(2 * n_steps + 1, dtype=np.int64)  # sizes <= 2^48: sums stay in int64
+    # A valid plan's residencies at one point are disjoint below the capacity: no overflow.
+    diff = np.zeros(2 * n_steps + 1, dtype=np.int64)
     np.add.at(diff, lay.lower, size)
     np.add.at(diff, lay.upper, -size)
     load = np.cumsum(diff[:-1])
@@ -177,15 +182,15 @@ def _groups(kind: str, rows: Arr, a: Arr, b: Arr, sx: float, summed: bool = Fals
     spans its run, or (summed: stalls) is as wide as the run's total length.
     """
     n = a.size
+    if n == 0:
+        none = np.zeros(0, np.int64)
+        return _Boxes(kind, rows, none, none, np.zeros(0), np.zeros(0), merged=0, dropped=0)
     small = (b - a) * sx < MIN_PX
     new = np.ones(n, bool)
     new[1:] = (~small[1:] & ~small[:-1]) | ((a[1:] - b[:-1]) * sx >= MIN_PX)
     first = np.flatnonzero(new)
-    stop = np.append(first[1:], n).astype(np.int64)
-    if n:
-        w = np.add.reduceat(b - a, first) if summed else np.maximum.reduceat(b, first) - a[first]
-    else:
-        w = np.zeros(0)
+    stop = np.append(first[1:], n)
+    w = np.add.reduceat(b - a, first) if summed else np.maximum.reduceat(b, first) - a[first]
     count = stop - first
     visible = w * sx >= MIN_PX
     return _Boxes(
@@ -218,14 +223,14 @@ def _all_boxes(
     return [out[k] for k in KINDS]
 
 
-def _select(boxes: list[_Boxes], max_items: int) -> list[Arr]:
-    """Which boxes of each lane to draw: stalls first, then the widest."""
+def _select(boxes: list[_Boxes], max_items: int) -> tuple[Arr, Arr]:
+    """(lane, box) of the boxes to draw, most important first: stalls, then the widest."""
     lane = np.concatenate([np.full(b.w.size, k) for k, b in enumerate(boxes)])
     index = np.concatenate([np.arange(b.w.size) for b in boxes])
     width = np.concatenate([b.w for b in boxes])
     stall = lane == KINDS.index("stall")
     top = np.lexsort((-width, ~stall))[: max(max_items, 0)]
-    return [np.sort(index[top[lane[top] == k]]) for k in range(len(boxes))]
+    return lane[top], index[top]
 
 
 # --- drawing ------------------------------------------------------------------------------
@@ -295,20 +300,32 @@ class _Titles:
         )
 
 
-def _draw(f: _Frame, b: _Boxes, keep: Arr, titles: _Titles) -> str:
-    lane = {"stall": 0, "step": 0, "d2h": 1, "h2d": 2}[b.kind]
-    y = f.lane_y(lane)
-    out = [f'<g class="{b.kind}" fill="{COLOURS[b.kind]}">']
-    xs, ws = f.x(b.a[keep]), b.w[keep] * f.sx
-    if b.kind != "stall":  # a hairline between touching boxes
-        ws = np.where(ws > 12 * GAP_PX, ws - GAP_PX, ws)
-    for i, x, w in zip(keep.tolist(), xs.tolist(), ws.tolist(), strict=True):
-        out.append(
+def _draw(
+    f: _Frame, boxes: list[_Boxes], lanes: Arr, index: Arr, titles: _Titles
+) -> tuple[list[str], int]:
+    """One <g> per lane kind with the chosen boxes in time order, and how many were
+    drawn: in priority order until BOX_BYTES (long ids make long titles)."""
+    rects: list[list[tuple[int, str]]] = [[] for _ in boxes]
+    used = 0
+    for k, i in zip(lanes.tolist(), index.tolist(), strict=True):
+        b = boxes[k]
+        x, w = f.x(float(b.a[i])), float(b.w[i]) * f.sx
+        if b.kind != "stall" and w > 12 * GAP_PX:  # a hairline between touching boxes
+            w -= GAP_PX
+        y = f.lane_y(LANE_OF[b.kind])
+        rect = (
             f'<rect x="{x:.2f}" y="{y}" width="{w:.2f}" height="{LANE_H}">'
             f"<title>{_esc(titles(b, i))}</title></rect>"
         )
-    out.append("</g>")
-    return "\n".join(out)
+        used += len(rect.encode())
+        if used > BOX_BYTES:
+            break
+        rects[k].append((i, rect))
+    out = []
+    for b, chosen in zip(boxes, rects, strict=True):
+        body = [r for _, r in sorted(chosen)]
+        out.append("\n".join([f'<g class="{b.kind}" fill="{COLOURS[b.kind]}">', *body, "</g>"]))
+    return out, sum(len(r) for r in rects)
 
 
 def _occupancy(f: _Frame, start: Arr, end: Arr, during: Arr, after: Arr) -> str:
@@ -422,7 +439,7 @@ def _legend(f: _Frame) -> list[str]:
 
 
 def _caption(
-    case: OffloadCase, timing: Timing, boxes: list[_Boxes], shown: list[Arr], height: int
+    case: OffloadCase, timing: Timing, boxes: list[_Boxes], drawn: int, height: int
 ) -> list[str]:
     unit = timing.unit
     makespan = timing.makespan / unit
@@ -440,10 +457,11 @@ def _caption(
     notes = []
     merged = sum(b.merged for b in boxes)
     dropped = sum(b.dropped for b in boxes)
-    drawn = sum(k.size for k in shown)
     candidates = sum(b.first.size for b in boxes)
     if merged:
-        notes.append(f"{merged} steps, stalls or copies under {MIN_PX} px drawn merged")
+        notes.append(
+            f"{merged} steps, stalls or copies drawn as merged boxes (pieces under {MIN_PX} px)"
+        )
     if dropped:
         notes.append(f"{dropped} under {MIN_PX} px left out")
     if drawn < candidates:

@@ -123,7 +123,7 @@ def load_cases(problem: Problem, split: str = "all") -> list[LoadedCase]:
         except InputError as exc:
             raise PackageError(exc.message, exc.file or spec.path, exc.line) from None
         bound = ptype.lower_bound(case)
-        if bound > spec.capacity:
+        if ptype.bound_unit == "bytes" and bound > spec.capacity:
             raise PackageError(
                 f"case {spec.name} is infeasible: its lower bound {bound} exceeds "
                 f"its capacity {spec.capacity}",

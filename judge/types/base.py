@@ -27,6 +27,7 @@ class ProblemType(Protocol):
 
     name: str
     case_suffix: str  # file suffix of a case in a package, e.g. ".csv"
+    bound_unit: str  # what lower_bound counts: "bytes" (then it must fit the capacity), "µs"
     plan_file: str  # the file a planner writes into its output directory
 
     def parse_case(self, path: Path, capacity: int) -> CaseLike:

@@ -17,6 +17,7 @@ from judge.verdict import Verdict
 class OffloadType:
     name = "offload"
     case_suffix = ".json"
+    bound_unit = "µs"  # feasibility is checked by parse_case (each step's tensors must fit)
     plan_file = "plan.json"
 
     def parse_case(self, path: Path, capacity: int) -> OffloadCase:

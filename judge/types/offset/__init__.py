@@ -16,6 +16,7 @@ from judge.verdict import Verdict
 class OffsetType:
     name = "offset"
     case_suffix = ".csv"
+    bound_unit = "bytes"
     plan_file = "plan.csv"
 
     def parse_case(self, path: Path, capacity: int) -> OffsetCase:
