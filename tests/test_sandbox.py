@@ -21,7 +21,7 @@ import pytest
 from judge.package import load_problem
 from judge.pipeline import judge_planner
 from judge.sandbox.docker import IMAGE, engine_available
-from judge.sandbox.local import SANDBOX_UID_BASE, SANDBOX_UID_COUNT, bwrap_works
+from judge.sandbox.local import bwrap_works, session_uids
 from judge.verdict import Verdict
 from tests.conftest import IN_CI, ROOT
 from tests.test_package import make_package
@@ -71,20 +71,21 @@ def assert_healthy(problem, tmp_path: Path, sandbox: str) -> None:
     result = judge_source(problem, tmp_path, GOOD_PLAN, sandbox)
     assert result.verdict == Verdict.OK, result.message
     if sandbox == "local" and os.geteuid() == 0:
+        ours = session_uids()  # only this test process's sessions: a judge elsewhere is not ours
         for _ in range(30):  # killed processes may take a moment to be reaped
-            left = [p for p in os.listdir("/proc") if p.isdigit() and _sandboxed(p)]
+            left = [p for p in os.listdir("/proc") if p.isdigit() and _sandboxed(p, ours)]
             if not left:
                 break
             time.sleep(0.1)
         assert not left, f"sandbox processes left: {left}"
 
 
-def _sandboxed(pid: str) -> bool:
+def _sandboxed(pid: str, uids: set[int]) -> bool:
     try:
         uid = os.stat(f"/proc/{pid}").st_uid
     except FileNotFoundError:
         return False
-    return SANDBOX_UID_BASE <= uid < SANDBOX_UID_BASE + SANDBOX_UID_COUNT
+    return uid in uids
 
 
 HOSTILE = {

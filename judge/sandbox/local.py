@@ -217,6 +217,12 @@ def _fresh_uid() -> int:
 _SESSIONS = 0
 
 
+def session_uids() -> set[int]:
+    """Every uid this judge process has given a session so far (for leak checks)."""
+    pid = os.getpid()
+    return {SANDBOX_UID_BASE + (pid * 64 + k) % SANDBOX_UID_COUNT for k in range(1, _SESSIONS + 1)}
+
+
 def _limit(limits: Limits, cpu_s: float, uid: int) -> None:
     """In the child, before exec: rlimits, then an unprivileged user."""
     cpu = int(cpu_s) + 1
