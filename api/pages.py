@@ -385,7 +385,15 @@ def case_rows(body: dict[str, Any], admin_view: bool) -> list[dict[str, Any]]:
         full = admin_view or result["split"] == "public"
         shown = dict(result)
         if not full:
-            for key in ("message", "peak", "lower_bound", "time_s", "log", "plan_digest"):
+            for key in (
+                "message",
+                "peak",
+                "lower_bound",
+                "time_s",
+                "log",
+                "plan_digest",
+                "makespan_us",
+            ):
                 shown[key] = None
         shown["full"] = full
         rows.append(shown)

@@ -206,6 +206,7 @@ def result_dict(row: CaseResultRow, show_details: bool) -> dict[str, Any]:
         "peak": row.peak if details else None,
         "lower_bound": row.lower_bound if details else None,
         "time_s": row.time_s if details else None,
+        "makespan_us": row.makespan_us if details else None,
         "log": row.log if details else "",
         "plan_digest": row.plan_digest if details else None,
     }

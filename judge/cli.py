@@ -233,19 +233,15 @@ def _print_report(report: JudgeReport) -> None:
     if report.build_error:
         err.print(f"[red]build error[/red]\n{report.build_error}", highlight=False)
     table = Table(title=f"{report.planner} on {report.problem} ({report.sandbox} sandbox)")
-    for col in ("case", "split", "verdict", "peak", "lower bound", "score", "time s"):
+    timed = any(r.makespan_us is not None for r in report.results)
+    columns = ["case", "split", "verdict", "peak", "lower bound", "score", "time s"]
+    for col in columns + (["makespan µs"] if timed else []):
         table.add_column(col, justify="left" if col in ("case", "split", "verdict") else "right")
     for r in report.results:
         colour = "green" if r.verdict == Verdict.OK else "red"
-        table.add_row(
-            r.case,
-            r.split,
-            f"[{colour}]{r.verdict}[/{colour}]",
-            _fmt(r.peak),
-            str(r.lower_bound),
-            f"{r.score:.4f}",
-            _fmt(r.time_s),
-        )
+        cells = [r.case, r.split, f"[{colour}]{r.verdict}[/{colour}]", _fmt(r.peak)]
+        cells += [_fmt(r.lower_bound), f"{r.score:.4f}", _fmt(r.time_s)]
+        table.add_row(*cells, *([_fmt(r.makespan_us)] if timed else []))
     out.print(table)
     for r in report.results:
         if r.message:
@@ -432,6 +428,7 @@ def _server_report(sub: dict[str, Any]) -> _ServerReport:
             score=r.get("score") or 0.0,
             time_s=r.get("time_s"),
             log=r.get("log", ""),
+            makespan_us=r.get("makespan_us"),
         )
         for r in sub.get("results", [])
     ]

@@ -113,6 +113,7 @@ def judge_case(
         score=score,
         time_s=round(run.time_s, 3),
         plan_digest=digest,
+        makespan_us=verification.makespan,
         log=run.log,
     )
 

@@ -23,6 +23,7 @@ class CaseResult:
     time_s: float | None = None
     plan_digest: str | None = None  # sha256 of the plan file, for rescoring and audit
     log: str = ""  # planner's stdout/stderr tail; shown for public cases only
+    makespan_us: float | None = None  # timed problem types (offload): the simulated makespan
 
     def as_dict(self) -> dict[str, Any]:
         data = asdict(self)

@@ -53,3 +53,26 @@ def test_concurrent_migrations_on_postgresql_do_not_collide():
             t.join()
         assert errors == []
         assert _diff(url) == []
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+def test_every_migration_downgrades_and_upgrades_again(backend, tmp_path):
+    from alembic import command
+    from alembic.config import Config
+
+    from api.db.session import MIGRATIONS
+
+    def run(url: str) -> None:
+        config = Config()
+        config.set_main_option("script_location", str(MIGRATIONS))
+        config.set_main_option("sqlalchemy.url", url)
+        command.upgrade(config, "head")
+        command.downgrade(config, "base")
+        command.upgrade(config, "head")
+        assert _diff(url) == []
+
+    if backend == "sqlite":
+        run(f"sqlite:///{tmp_path}/db.sqlite")
+        return
+    with postgres_database() as url:
+        run(url)

@@ -170,6 +170,7 @@ def _row(judging_id: int, r: CaseResult, weight: float) -> CaseResultRow:
         time_s=r.time_s,
         plan_digest=r.plan_digest,
         log=r.log,
+        makespan_us=r.makespan_us,
     )
 
 
@@ -211,7 +212,7 @@ def _verdict_counts(results: list[CaseResult]) -> str:
 def _case_result(row: CaseResultRow) -> CaseResult:
     return CaseResult(
         row.case, row.split, row.weight, Verdict(row.verdict), row.message, row.lower_bound,
-        row.peak, row.score, row.time_s, row.plan_digest, row.log,
+        row.peak, row.score, row.time_s, row.plan_digest, row.log, row.makespan_us,
     )  # fmt: skip
 
 
@@ -310,6 +311,7 @@ def _rescored(
         weight=spec.weight if spec else row.weight, verdict=row.verdict, message=row.message,
         peak=row.peak, lower_bound=row.lower_bound, score=row.score, time_s=row.time_s,
         memory_mb=row.memory_mb, plan_digest=row.plan_digest, log=row.log,
+        makespan_us=row.makespan_us,
     )  # fmt: skip
     plan = stored_plan(settings.plans, row.plan_digest) if row.plan_digest else None
     lc = cases.get(row.case)
@@ -317,6 +319,7 @@ def _rescored(
         verification, score = check_plan(ptype, lc.case, spec.lower_bound, plan)
         copy.verdict, copy.message = str(verification.verdict), verification.message
         copy.peak, copy.score, copy.lower_bound = verification.peak, score, spec.lower_bound
+        copy.makespan_us = verification.makespan
     return copy
 
 

@@ -181,6 +181,7 @@ class CaseResultRow(Base):
     score: Mapped[float] = mapped_column(Float, default=0.0)
     time_s: Mapped[float | None] = mapped_column(Float)
     memory_mb: Mapped[float | None] = mapped_column(Float)
+    makespan_us: Mapped[float | None] = mapped_column(Float)  # timed types (offload)
     plan_digest: Mapped[str | None] = mapped_column(String(64))
     log: Mapped[str] = mapped_column(Text, default="")
     created_at: Mapped[datetime] = mapped_column(Stamp, default=utcnow)
