@@ -36,20 +36,14 @@ from api.db.models import Contest, Submission, Team, User
 from api.deps import DB, Admin, Config, Contestant, Viewer
 from api.errors import Forbidden, NotFound, ServiceError
 from api.leaderboard import leaderboard
-from api.plan_svg import human_bytes, plan_svg
 from api.routes_admin import PACKAGE_LIMIT_BYTES
 from api.routes_v1 import check_form_problem
 from api.settings import Settings
-from api.timeline_svg import timeline_svg
 from judge.errors import InputError
 from judge.package import load_problem
+from judge.pictures.placement import human_bytes
 from judge.pipeline import stored_plan
 from judge.types import get_type
-from judge.types.offload.case import OffloadCase
-from judge.types.offload.plan import OffloadPlan
-from judge.types.offload.verifier import simulate
-from judge.types.offload.verifier import verify as verify_offload
-from judge.verdict import Verdict
 
 log = logging.getLogger("memorace.api")
 HERE = Path(__file__).parent
@@ -405,7 +399,7 @@ def _live_context(db: Session, sub: Submission, user: User) -> dict[str, Any]:
     return {
         "sub": body,
         "rows": case_rows(body, user.is_admin),
-        "drawable": sub.version.type in DRAWABLE,
+        "drawable": True,  # every type may draw; a note says why when it cannot
         "bound_unit": get_type(sub.version.type).bound_unit,
         "live": body["status"] in ("queued", "running"),
     }
@@ -433,11 +427,6 @@ def submission_live(sub_id: int, request: Request, user: Contestant, db: DB) -> 
     return render(request, "_live.html", user, **_live_context(db, sub, user), case="")
 
 
-# Problem types with a plan picture: offset plans as buffers in time x bytes, offload
-# plans as a timeline of steps, stalls and copies.
-DRAWABLE = ("offset", "offload")
-
-
 def _picture(
     settings: Settings, sub: Submission, rows: list[dict[str, Any]], name: str, user: User
 ) -> dict[str, Any]:
@@ -446,9 +435,7 @@ def _picture(
     if row is None or not (user.is_admin or row["split"] == "public"):
         raise NotFound(f"no public case '{name}' in submission {sub.id}'s results")
     picture: dict[str, Any] = {"case": row, "svg": None, "note": "", "type": sub.version.type}
-    if sub.version.type not in DRAWABLE:
-        picture["note"] = f"plan pictures exist only for problems of type {' or '.join(DRAWABLE)}"
-    elif not row["plan_digest"]:
+    if not row["plan_digest"]:
         picture["note"] = "this case left no plan to draw"
     else:
         picture.update(_draw(settings, sub, row))
@@ -456,6 +443,7 @@ def _picture(
 
 
 def _draw(settings: Settings, sub: Submission, row: dict[str, Any]) -> dict[str, Any]:
+    """Whatever picture the problem's type draws (each type owns its own)."""
     path = stored_plan(settings.plans, row["plan_digest"])
     if not path.is_file():
         return {"note": "the stored plan file is missing on the server"}
@@ -464,31 +452,12 @@ def _draw(settings: Settings, sub: Submission, row: dict[str, Any]) -> dict[str,
         spec = next(s for s in package.cases if s.name == row["case"])
         ptype = package.ptype
         case = ptype.parse_case(spec.path, spec.capacity)
-        plan = ptype.parse_plan(path, case)
-    except InputError as exc:  # e.g. a BAD_OUTPUT plan: nothing to draw
+        svg = ptype.picture(case, ptype.parse_plan(path, case), row["lower_bound"] or 0)
+    except InputError as exc:  # a BAD_OUTPUT or invalid plan: nothing (more) to draw
         return {"note": f"the plan cannot be drawn: {exc.message}"}
-    if package.type == "offload":
-        return _draw_offload(case, plan)
-    svg = plan_svg(
-        case.lower,
-        case.upper,
-        case.size,
-        plan.offset,
-        case.capacity,
-        row["peak"],
-        row["lower_bound"],
-        ids=case.ids,
-    )
-    return {"svg": Markup(svg)}  # plan_svg escapes every text it writes
-
-
-def _draw_offload(case: OffloadCase, plan: OffloadPlan) -> dict[str, Any]:
-    """The timeline of a valid plan; an invalid one has no timing to draw."""
-    checked = verify_offload(case, plan)
-    if checked.verdict != Verdict.OK:
-        return {"note": f"only a valid plan has a timeline to draw: {checked.message}"}
-    svg = timeline_svg(case, plan, simulate(case, plan))
-    return {"svg": Markup(svg)}  # timeline_svg escapes every text it writes
+    if svg is None:
+        return {"note": f"problems of type {package.type} have no plan picture"}
+    return {"svg": Markup(svg)}  # every picture escapes each text it writes
 
 
 # --- admin: overview and contest ----------------------------------------------------------

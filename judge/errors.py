@@ -37,5 +37,9 @@ class PackageError(InputError):
     """A problem package breaks a rule."""
 
 
+class NoPicture(InputError):
+    """A plan that cannot be drawn (e.g. an invalid offload plan has no timeline)."""
+
+
 class SubmissionError(InputError):
     """A broken upload: the message says what to fix; verdict BUILD_ERROR upstream."""

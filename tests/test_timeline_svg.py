@@ -23,8 +23,8 @@ from api.app import create_app
 from api.bootstrap import bootstrap
 from api.db.session import session_scope
 from api.settings import get_settings
-from api.timeline_svg import timeline_svg
 from judge.package import load_cases, load_problem
+from judge.pictures.timeline import timeline_svg
 from judge.types.offload.case import parse_case
 from judge.types.offload.plan import parse_plan
 from judge.types.offload.verifier import simulate, verify
@@ -360,3 +360,20 @@ def test_submission_page_shows_the_timeline_of_a_public_case(service: Service) -
     assert boss.status_code == 200 and "<svg" not in boss.text
     assert "only a valid plan has a timeline to draw" in boss.text
     assert "past the capacity" in boss.text
+
+
+def test_every_problem_type_draws_its_own_picture():
+    """The pages ask the type for its picture; an invalid offload plan says why not."""
+    from judge.errors import NoPicture
+    from judge.types import get_type, known_types
+    from judge.types.offload.case import parse_case
+    from judge.types.offload.plan import parse_plan
+    from tests.test_offload_verifier import CASE, GOOD, with_residency
+
+    assert all(callable(getattr(get_type(name), "picture", None)) for name in known_types())
+    offload = get_type("offload")
+    case = parse_case(CASE, "case", 16)
+    assert offload.picture(case, parse_plan(GOOD, "plan", case), 40).startswith("<svg")
+    broken = parse_plan(with_residency(0, 1, offset=16), "plan", case)
+    with pytest.raises(NoPicture, match="only a valid plan"):
+        offload.picture(case, broken, 40)

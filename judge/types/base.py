@@ -53,3 +53,8 @@ class ProblemType(Protocol):
     def write_planner_input(self, case: CaseLike, directory: Path, limits: dict[str, Any]) -> None:
         """Write the case as a planner reads it (planner contract, DESIGN.md)."""
         ...
+
+    def picture(self, case: CaseLike, plan: PlanLike, lower_bound: int) -> str | None:
+        """An SVG of the plan for contestants (None: this type draws none); raises
+        NoPicture with the reason when this plan cannot be drawn."""
+        ...

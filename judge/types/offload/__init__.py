@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from judge.errors import NoPicture
 from judge.types.base import Verification
 from judge.types.offload.case import OffloadCase, read_case
 from judge.types.offload.plan import OffloadPlan, read_plan
@@ -43,6 +44,17 @@ class OffloadType:
     ) -> None:
         body = {"type": self.name, **limits, **case.as_json()}
         (directory / "case.json").write_text(json.dumps(body, separators=(",", ":")) + "\n")
+
+    def picture(self, case: OffloadCase, plan: OffloadPlan, lower_bound: int) -> str:
+        """The timeline of steps, stalls and copies, and device bytes in use; only a
+        valid plan has a timing to draw."""
+        from judge.pictures.timeline import timeline_svg
+        from judge.types.offload.verifier import simulate
+
+        checked = verify(case, plan)
+        if checked.verdict != Verdict.OK:
+            raise NoPicture(f"only a valid plan has a timeline to draw: {checked.message}")
+        return timeline_svg(case, plan, simulate(case, plan))
 
 
 OFFLOAD = OffloadType()

@@ -44,5 +44,15 @@ class OffsetType:
         (directory / "case.json").write_text(json.dumps(meta, indent=2) + "\n")
         (directory / "buffers.csv").write_text(case_csv(case))
 
+    def picture(self, case: OffsetCase, plan: OffsetPlan, lower_bound: int) -> str:
+        """Buffers as rectangles in time x address; capacity, peak and bound marked."""
+        from judge.pictures.placement import plan_svg
+
+        peak = int((plan.offset + case.size).max()) if len(case) else 0
+        return plan_svg(
+            case.lower, case.upper, case.size, plan.offset, case.capacity, peak, lower_bound,
+            ids=case.ids,
+        )  # fmt: skip
+
 
 OFFSET = OffsetType()

@@ -19,7 +19,16 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from api.plan_svg import MIN_PX, _byte_ticks, _esc, _nice_step, _spread, _text, _tick, human_bytes
+from judge.pictures.placement import (
+    MIN_PX,
+    _byte_ticks,
+    _esc,
+    _nice_step,
+    _spread,
+    _text,
+    _tick,
+    human_bytes,
+)
 from judge.types.offload.case import OffloadCase
 from judge.types.offload.plan import OffloadPlan
 from judge.types.offload.verifier import Timing, lay_out, residency_name
