@@ -39,12 +39,7 @@ def _json_logs(logger: logging.Logger, **_: object) -> None:
 @worker_ready.connect
 def _on_ready(**_: object) -> None:
     migrate(settings.database_url)
-    from judge.sandbox.docker import engine_available, remove_orphans
-
-    if engine_available():
-        removed = remove_orphans()
-        if removed:
-            log.warning("removed %d sandbox containers left by dead workers", removed)
+    _remove_orphan_sandboxes()
 
 
 @app.task(name=JUDGE_TASK, bind=True, max_retries=None)
@@ -70,4 +65,15 @@ def rescore(version_id: int, actor_id: int | None) -> int:
 
 @app.task(name=REAP_TASK)
 def reap() -> list[int]:
+    _remove_orphan_sandboxes()
     return judging.reap(settings)
+
+
+def _remove_orphan_sandboxes() -> None:
+    """Containers of judges killed without cleanup (SIGKILL, OOM) on this host."""
+    from judge.sandbox.docker import engine_available, remove_orphans
+
+    if settings.sandbox in ("", "docker") and engine_available():
+        removed = remove_orphans()
+        if removed:
+            log.warning("removed %d sandbox containers left by dead workers", removed)

@@ -71,13 +71,13 @@ def remove_orphans() -> int:
 
 
 def _alive(pid: int) -> bool:
+    """Whether process `pid` still runs; a zombie (killed, not yet reaped, e.g. when PID 1
+    does not reap) counts as dead."""
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
         return False
-    except PermissionError:
-        return True
-    return True
+    return state != "Z"
 
 
 def container_spec(
