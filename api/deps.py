@@ -10,7 +10,7 @@ from sqlalchemy.orm import Session
 
 from api.auth import user_for_token
 from api.db.models import User
-from api.db.session import session_factory
+from api.db.session import session_scope
 from api.errors import Forbidden, ServiceError
 from api.settings import Settings, get_settings
 
@@ -21,15 +21,8 @@ def settings_dep(request: Request) -> Settings:
 
 
 def db_dep(settings: Annotated[Settings, Depends(settings_dep)]) -> Iterator[Session]:
-    db = session_factory(settings.database_url)()
-    try:
+    with session_scope(settings.database_url) as db:
         yield db
-        db.commit()
-    except BaseException:
-        db.rollback()
-        raise
-    finally:
-        db.close()
 
 
 DB = Annotated[Session, Depends(db_dep)]

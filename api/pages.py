@@ -43,6 +43,7 @@ from judge.errors import InputError
 from judge.package import load_problem
 from judge.pictures.placement import human_bytes
 from judge.pipeline import stored_plan
+from judge.submission import SUFFIXES
 from judge.types import get_type
 
 log = logging.getLogger("memorace.api")
@@ -50,7 +51,7 @@ HERE = Path(__file__).parent
 STATIC = HERE / "static"
 CSRF_FIELD = "csrf_token"
 SAFE_METHODS = ("GET", "HEAD", "OPTIONS")
-UPLOAD_SUFFIXES = ".py,.cpp,.cc,.zip,.tar.gz,.tgz"
+UPLOAD_SUFFIXES = ",".join(SUFFIXES)
 # Scripts only with this response's nonce: an injected <script> would not run.
 CSP = (
     "default-src 'self'; script-src 'nonce-{nonce}'; style-src 'self'; img-src 'self' data:; "

@@ -19,25 +19,22 @@ from api.db.models import CaseResultRow, Contest, Judging, Submission, User, awa
 from api.errors import Forbidden, NotFound, ServiceError, TooMany
 from api.problems import current_version
 from api.settings import Settings
-from judge.submission import ACCEPTED
+from judge.submission import ACCEPTED, SUFFIXES, upload_suffix
 
 log = logging.getLogger("memorace.api")
-_SUFFIXES = (".py", ".cpp", ".cc", ".zip", ".tar.gz", ".tgz")
-_LANGUAGES = {".py": "python", ".cpp": "cpp", ".cc": "cpp"}
 
 
 def language_of(filename: str) -> str:
-    name = filename.lower()
-    for suffix in _SUFFIXES:
-        if name.endswith(suffix):
-            return _LANGUAGES.get(suffix, "archive")
-    raise ServiceError(f"unsupported file type '{filename}'; upload one of {ACCEPTED}", 415)
+    suffix = upload_suffix(filename)
+    if suffix is None:
+        raise ServiceError(f"unsupported file type '{filename}'; upload one of {ACCEPTED}", 415)
+    kind = SUFFIXES[suffix]
+    return "archive" if kind in ("zip", "tar") else kind
 
 
 def artifact_path(settings: Settings, sha256: str, filename: str) -> Path:
     """Stored by content; the suffix tells the judge what kind of submission it is."""
-    suffix = next(s for s in _SUFFIXES if filename.lower().endswith(s))
-    return settings.artifacts / sha256[:2] / f"{sha256}{suffix}"
+    return settings.artifacts / sha256[:2] / f"{sha256}{upload_suffix(filename)}"
 
 
 def create_submission(

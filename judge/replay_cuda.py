@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from judge.types.offload.verifier import ByteOwners, lay_out, simulate
+from judge.types.offload.verifier import ByteOwners, group_by_step, lay_out, simulate
 
 SPIN = r"""
 extern "C" __global__ void spin(long long cycles) {
@@ -45,31 +45,31 @@ def time_offload(case: Any, plan: Any, host_limit_bytes: int = 48 * 2**30) -> di
     copied_in: list[Any] = [None] * n
     copied_out: list[Any] = [None] * n
     copies: list[tuple[Any, Any, int]] = []  # (start, end, bytes)
-    groups = _groups(plan, lay, len(case.steps))
+    groups = group_by_step(plan, lay, len(case.steps))
     owners = ByteOwners()
     start_all = cp.cuda.Event()
     start_all.record(compute)
     for s in range(len(case.steps)):
-        for r in groups["produced"][s]:
+        for r in groups.produced[s]:
             for q in owners.take(offset[r], offset[r] + size[tensor[r]], r):
                 if done[q] is not None:
                     compute.wait_event(done[q])
-        for r in groups["fetched"][s]:
+        for r in groups.fetched[s]:
             compute.wait_event(copied_in[r])
         with compute:
             kernel((1,), (1,), (int(case.steps[s] * cycles_per_us),))
         step_end = cp.cuda.Event()
         step_end.record(compute)
-        for r in groups["released"][s]:
+        for r in groups.released[s]:
             done[r] = step_end
-        for r in groups["copied_out"][s]:
+        for r in groups.copied_out[s]:
             d2h.wait_event(step_end)
             t = tensor[r]
             device = arena[offset[r] :].data
             copied_out[r] = done[r] = _copy(
                 copies, d2h, size[t], device.copy_to_host_async, host[t].ctypes.data
             )
-        for r in groups["copied_in"][s]:
+        for r in groups.copied_in[s]:
             t = tensor[r]
             h2d.wait_event(step_end)
             h2d.wait_event(copied_out[r - 1])
@@ -109,16 +109,3 @@ def _copy(
     end.record(stream)
     copies.append((begin, end, nbytes))
     return end
-
-
-def _groups(plan: Any, lay: Any, n_steps: int) -> dict[str, list[list[int]]]:
-    from judge.types.offload.verifier import _group_by_step
-
-    g = _group_by_step(plan, lay, n_steps)
-    return {
-        "produced": g.produced,
-        "fetched": g.fetched,
-        "released": g.released,
-        "copied_out": g.copied_out,
-        "copied_in": g.copied_in,
-    }

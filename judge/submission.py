@@ -52,14 +52,28 @@ def prepare_submission(source: Path, dest: Path) -> Submission:
         raise
 
 
+# Upload suffix -> kind of submission; the one table the judge and the service read.
+SUFFIXES = {
+    ".py": "python",
+    ".cpp": "cpp",
+    ".cc": "cpp",
+    ".zip": "zip",
+    ".tar.gz": "tar",
+    ".tgz": "tar",
+}
+
+
+def upload_suffix(name: str) -> str | None:
+    """The accepted suffix `name` ends with (case-insensitive), or None."""
+    lower = name.lower()
+    return next((s for s in SUFFIXES if lower.endswith(s)), None)
+
+
 def _kind(source: Path) -> str:
-    name = source.name.lower()
-    for suffix, kind in ((".py", "python"), (".cpp", "cpp"), (".cc", "cpp"), (".zip", "zip")):
-        if name.endswith(suffix):
-            return kind
-    if name.endswith((".tar.gz", ".tgz")):
-        return "tar"
-    raise SubmissionError(f"unsupported file type; upload one of {ACCEPTED}", source.name)
+    suffix = upload_suffix(source.name)
+    if suffix is None:
+        raise SubmissionError(f"unsupported file type; upload one of {ACCEPTED}", source.name)
+    return SUFFIXES[suffix]
 
 
 def _check_input_size(source: Path) -> None:

@@ -25,7 +25,7 @@ from api.submissions import artifact_path
 from judge.package import load_cases, load_problem
 from judge.pipeline import BUILD_TIMEOUT_S, judge_planner, stored_plan
 from judge.sandbox import default_sandbox_name
-from judge.scoring import CaseResult, problem_score
+from judge.scoring import CaseResult, problem_score, totals
 from judge.verdict import Verdict
 from judge.verifier import check_plan
 
@@ -198,15 +198,8 @@ def _finalize(db: Session, j: Judging) -> None:
     )
     if newer is None:
         sub.status = "done"
-        verdicts = _verdict_counts(results)
-        sub.status_detail = f"judged ({j.kind}): {verdicts}"
-
-
-def _verdict_counts(results: list[CaseResult]) -> str:
-    counts: dict[str, int] = {}
-    for r in results:
-        counts[str(r.verdict)] = counts.get(str(r.verdict), 0) + 1
-    return ", ".join(f"{n} {v}" for v, n in sorted(counts.items()))
+        counts = sorted(totals(results)["verdicts"].items())
+        sub.status_detail = f"judged ({j.kind}): " + ", ".join(f"{n} {v}" for v, n in counts)
 
 
 def _case_result(row: CaseResultRow) -> CaseResult:

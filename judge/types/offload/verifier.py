@@ -229,7 +229,7 @@ def simulate(case: OffloadCase, plan: OffloadPlan, lay: Layout | None = None) ->
     t_in = [b * case.d2h for b in sizes]  # size / h2d, in units of 1 / (h2d x d2h) µs
     t_out = [b * case.h2d for b in sizes]
     n_steps = len(case.steps)
-    groups = _group_by_step(plan, lay, n_steps)
+    groups = group_by_step(plan, lay, n_steps)
     tensor, offset = plan.tensor.tolist(), plan.offset.tolist()
     size = case.size.tolist()
     release = [0] * len(plan)
@@ -292,7 +292,7 @@ class _Groups:
     copied_in: list[list[int]]  # later residencies with prefetch_after == s
 
 
-def _group_by_step(plan: OffloadPlan, lay: Layout, n_steps: int) -> _Groups:
+def group_by_step(plan: OffloadPlan, lay: Layout, n_steps: int) -> _Groups:
     def by(step: np.ndarray, mask: np.ndarray) -> list[list[int]]:
         rows = np.flatnonzero(mask)
         order = rows[np.argsort(step[rows], kind="stable")]  # plan order = tensor order
