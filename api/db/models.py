@@ -75,7 +75,33 @@ class ApiToken(Base):
     name: Mapped[str] = mapped_column(String(100), default="")
     revoked: Mapped[bool] = mapped_column(Boolean, default=False)
     created_at: Mapped[datetime] = mapped_column(Stamp, default=utcnow)
+    expires_at: Mapped[datetime | None] = mapped_column(Stamp)  # None = until revoked
+    last_used_at: Mapped[datetime | None] = mapped_column(Stamp)
     user: Mapped[User] = relationship()
+
+
+class WebSession(Base):
+    """A logged-in browser: the cookie carries only the random id, whose SHA-256 is
+    stored here, so logout (or an admin) ends it on the server."""
+
+    __tablename__ = "web_sessions"
+    id: Mapped[int] = mapped_column(primary_key=True)
+    session_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id"), index=True)
+    created_at: Mapped[datetime] = mapped_column(Stamp, default=utcnow)
+    expires_at: Mapped[datetime] = mapped_column(Stamp)
+    ended_at: Mapped[datetime | None] = mapped_column(Stamp)
+    user: Mapped[User] = relationship()
+
+
+class LoginThrottle(Base):
+    """Failed logins per key ("user:<name>" or "addr:<ip>"): backoff, then a lock."""
+
+    __tablename__ = "login_throttle"
+    key: Mapped[str] = mapped_column(String(200), primary_key=True)
+    failures: Mapped[int] = mapped_column(Integer, default=0)
+    last_failure_at: Mapped[datetime | None] = mapped_column(Stamp)
+    locked_until: Mapped[datetime | None] = mapped_column(Stamp)
 
 
 class Problem(Base):
@@ -197,6 +223,25 @@ class Contest(Base):
     end_at: Mapped[datetime | None] = mapped_column(Stamp)
     freeze_at: Mapped[datetime | None] = mapped_column(Stamp)
     hidden_revealed: Mapped[bool] = mapped_column(Boolean, default=False)
+    # What contestants see of a hidden case before reveal: "verdict" (its verdict
+    # only) or "judged" (only that it was judged).
+    hidden_detail: Mapped[str] = mapped_column(String(16), default="verdict")
+
+
+class ImportJob(Base):
+    """A problem package import, run by a worker (not the API process)."""
+
+    __tablename__ = "import_jobs"
+    id: Mapped[int] = mapped_column(primary_key=True)
+    actor_id: Mapped[int | None] = mapped_column(ForeignKey("users.id"))
+    filename: Mapped[str] = mapped_column(String(200), default="")
+    sha256: Mapped[str] = mapped_column(String(64), default="")
+    # queued | running | done | failed
+    status: Mapped[str] = mapped_column(String(16), default="queued", index=True)
+    detail: Mapped[str] = mapped_column(Text, default="")
+    version_id: Mapped[int | None] = mapped_column(Integer)
+    created_at: Mapped[datetime] = mapped_column(Stamp, default=utcnow)
+    finished_at: Mapped[datetime | None] = mapped_column(Stamp)
 
 
 class AuditEntry(Base):
