@@ -1,0 +1,263 @@
+"""Pages for contestants (and anyone logged in): login, problems, leaderboards,
+submitting, submissions with live progress and plan pictures."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+from fastapi import File, Form, Request, UploadFile
+from fastapi.responses import Response
+from markupsafe import Markup
+from sqlalchemy.orm import Session
+
+from api import problems, submissions
+from api.auth import user_for_login
+from api.db.models import Contest, Submission, User
+from api.deps import DB, Config, Contestant, Viewer
+from api.errors import NotFound, ServiceError
+from api.leaderboard import leaderboard
+from api.pages.common import (
+    UPLOAD_SUFFIXES,
+    _markdown,
+    _safe_next,
+    csrf_token,
+    done,
+    redirect,
+    render,
+    router,
+)
+from api.routes_v1 import check_form_problem
+from api.settings import Settings
+from judge.errors import InputError
+from judge.package import load_problem
+from judge.pipeline import stored_plan
+from judge.types import get_type
+
+
+@router.get("/login")
+def login_form(request: Request, db: DB, next: str = "/") -> Response:
+    # The session only: a bad Authorization header must not bounce this page to itself.
+    user_id = request.session.get("user_id")
+    if user_id and db.get(User, user_id) is not None:
+        return redirect(_safe_next(next))
+    return render(request, "login.html", None, next=_safe_next(next), username="")
+
+
+@router.post("/login")
+def login(
+    request: Request,
+    db: DB,
+    username: Annotated[str, Form()] = "",
+    password: Annotated[str, Form()] = "",
+    next: Annotated[str, Form()] = "/",
+) -> Response:
+    user = user_for_login(db, username.strip(), password)
+    if user is None:
+        return render(
+            request,
+            "login.html",
+            None,
+            401,
+            next=_safe_next(next),
+            username=username,
+            error="wrong username or password",
+        )
+    # A fresh session (and CSRF token) at login: nothing from before carries over.
+    request.session.clear()
+    request.session["user_id"] = user.id
+    csrf_token(request)
+    return redirect(_safe_next(next))
+
+
+@router.post("/logout")
+def logout(request: Request) -> Response:
+    request.session.clear()
+    return redirect("/login")
+
+
+# --- problems and leaderboards ------------------------------------------------------------
+
+
+@router.get("/")
+@router.get("/problems")
+def problem_list(request: Request, db: DB, viewer: Viewer) -> Response:
+    return render(
+        request,
+        "problems.html",
+        viewer,
+        problems=problems.all_current(db),
+        contest=db.get(Contest, 1),
+    )
+
+
+@router.get("/problems/{slug}")
+def problem_page(slug: str, request: Request, db: DB, viewer: Viewer) -> Response:
+    version = problems.current_version(db, slug)
+    statement = Markup(_markdown.render(version.statement))  # raw HTML disabled
+    return render(request, "problem.html", viewer, version=version, statement=statement)
+
+
+@router.get("/problems/{slug}/leaderboard")
+def leaderboard_page(slug: str, request: Request, db: DB, viewer: Viewer) -> Response:
+    board = leaderboard(db, slug, viewer)
+    return render(
+        request,
+        "leaderboard.html",
+        viewer,
+        board=board,
+        version=problems.current_version(db, slug),
+        own_team=viewer.team.name if viewer and viewer.team else None,
+    )
+
+
+# --- submitting ---------------------------------------------------------------------------
+
+
+def _submit_form(
+    request: Request, db: Session, user: User, problem: str, status: int = 200, error: str = ""
+) -> Response:
+    return render(
+        request,
+        "submit.html",
+        user,
+        status,
+        problems=problems.all_current(db),
+        chosen=problem,
+        accept=UPLOAD_SUFFIXES,
+        error=error or None,
+    )
+
+
+@router.get("/submit")
+def submit_form(request: Request, user: Contestant, db: DB, problem: str = "") -> Response:
+    return _submit_form(request, db, user, problem)
+
+
+@router.post("/submit")
+def submit(
+    request: Request,
+    user: Contestant,
+    db: DB,
+    settings: Config,
+    problem: Annotated[str, Form()] = "",
+    file: Annotated[UploadFile | None, File()] = None,
+) -> Response:
+    """The same steps as POST /api/v1/submissions, then the submission's page."""
+    try:
+        if file is None or not file.filename:
+            raise ServiceError("choose the planner file to upload")
+        data = file.file.read(settings.upload_limit_bytes + 1)
+        sub, reused = submissions.create_submission(
+            db, settings, user, check_form_problem(problem), file.filename, data
+        )
+    except ServiceError as exc:
+        db.rollback()
+        return _submit_form(request, db, user, problem, exc.status, exc.message)
+    db.commit()
+    if reused:
+        return done(request, f"/submissions/{sub.id}", "identical to this earlier submission")
+    submissions.send(db, sub)
+    return done(request, f"/submissions/{sub.id}", "submitted: it waits for a judge")
+
+
+# --- submissions --------------------------------------------------------------------------
+
+
+@router.get("/submissions")
+def submission_list(request: Request, user: Contestant, db: DB, limit: int = 100) -> Response:
+    # Organizers have no team of their own: they see everybody's.
+    subs = submissions.list_submissions(db, user, min(max(limit, 1), 500), not user.is_admin)
+    rows = [submissions.submission_dict(db, s, user) for s in subs]
+    return render(request, "submissions.html", user, rows=rows)
+
+
+def case_rows(body: dict[str, Any], admin_view: bool) -> list[dict[str, Any]]:
+    """Hidden cases show only verdict and score to contestants."""
+    rows = []
+    for result in body["results"]:
+        full = admin_view or result["split"] == "public"
+        shown = dict(result)
+        if not full:
+            for key in (
+                "message",
+                "peak",
+                "lower_bound",
+                "time_s",
+                "log",
+                "plan_digest",
+                "makespan_us",
+            ):
+                shown[key] = None
+        shown["full"] = full
+        rows.append(shown)
+    return rows
+
+
+def _live_context(db: Session, sub: Submission, user: User) -> dict[str, Any]:
+    body = submissions.submission_dict(db, sub, user)
+    return {
+        "sub": body,
+        "rows": case_rows(body, user.is_admin),
+        "drawable": True,  # every type may draw; a note says why when it cannot
+        "bound_unit": get_type(sub.version.type).bound_unit,
+        "live": body["status"] in ("queued", "running"),
+    }
+
+
+@router.get("/submissions/{sub_id}")
+def submission_page(
+    sub_id: int,
+    request: Request,
+    user: Contestant,
+    db: DB,
+    settings: Config,
+    case: str = "",
+) -> Response:
+    sub = submissions.get_submission(db, sub_id, user)
+    context = _live_context(db, sub, user)
+    picture = _picture(settings, sub, context["rows"], case, user) if case else None
+    return render(request, "submission.html", user, **context, picture=picture, case=case)
+
+
+@router.get("/submissions/{sub_id}/live")
+def submission_live(sub_id: int, request: Request, user: Contestant, db: DB) -> Response:
+    """The status block and case table alone: the page's script swaps them in."""
+    sub = submissions.get_submission(db, sub_id, user)
+    return render(request, "_live.html", user, **_live_context(db, sub, user), case="")
+
+
+def _picture(
+    settings: Settings, sub: Submission, rows: list[dict[str, Any]], name: str, user: User
+) -> dict[str, Any]:
+    """The chosen case's plan as SVG, or a note saying why there is none."""
+    row = next((r for r in rows if r["case"] == name), None)
+    if row is None or not (user.is_admin or row["split"] == "public"):
+        raise NotFound(f"no public case '{name}' in submission {sub.id}'s results")
+    picture: dict[str, Any] = {"case": row, "svg": None, "note": "", "type": sub.version.type}
+    if not row["plan_digest"]:
+        picture["note"] = "this case left no plan to draw"
+    else:
+        picture.update(_draw(settings, sub, row))
+    return picture
+
+
+def _draw(settings: Settings, sub: Submission, row: dict[str, Any]) -> dict[str, Any]:
+    """Whatever picture the problem's type draws (each type owns its own)."""
+    path = stored_plan(settings.plans, row["plan_digest"])
+    if not path.is_file():
+        return {"note": "the stored plan file is missing on the server"}
+    try:
+        package = load_problem(Path(sub.version.package_path))
+        spec = next(s for s in package.cases if s.name == row["case"])
+        ptype = package.ptype
+        case = ptype.parse_case(spec.path, spec.capacity)
+        svg = ptype.picture(case, ptype.parse_plan(path, case), row["lower_bound"] or 0)
+    except InputError as exc:  # a BAD_OUTPUT or invalid plan: nothing (more) to draw
+        return {"note": f"the plan cannot be drawn: {exc.message}"}
+    if svg is None:
+        return {"note": f"problems of type {package.type} have no plan picture"}
+    return {"svg": Markup(svg)}  # every picture escapes each text it writes
+
+
+# --- admin: overview and contest ----------------------------------------------------------

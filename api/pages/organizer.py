@@ -1,0 +1,383 @@
+"""Pages for organizers: the contest window, problems (import, weights, rescore),
+accounts and tokens, judging (rejudge, disqualify) and the audit log."""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Callable
+from datetime import UTC, datetime
+from functools import partial
+from pathlib import Path
+from typing import Annotated, Any
+
+from fastapi import File, Form, Request, UploadFile
+from fastapi.responses import Response
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from api import admin, audit, problems, queue
+from api.audit import record
+from api.db.models import Submission, Team, User
+from api.deps import DB, Admin, Config
+from api.errors import ServiceError
+from api.pages.common import (
+    _safe_next,
+    done,
+    log,
+    render,
+    router,
+)
+from api.routes_admin import PACKAGE_LIMIT_BYTES
+from api.settings import Settings
+
+
+def _admin_home(
+    request: Request, db: Session, user: User, status: int = 200, error: str = ""
+) -> Response:
+    return render(
+        request,
+        "admin/index.html",
+        user,
+        status,
+        contest=admin.contest_dict(admin.contest(db)),
+        counts=_counts(db),
+        error=error or None,
+    )
+
+
+def _counts(db: Session) -> dict[str, int]:
+    def count(column: Any, *where: Any) -> int:
+        return int(db.scalar(select(func.count(column)).where(*where)) or 0)
+
+    return {
+        "problems": len(problems.all_current(db)),
+        "teams": count(Team.id),
+        "users": count(User.id),
+        "submissions": count(Submission.id),
+        "waiting": count(Submission.id, Submission.status.in_(("queued", "running"))),
+    }
+
+
+@router.get("/admin")
+def admin_home(request: Request, user: Admin, db: DB) -> Response:
+    return _admin_home(request, db, user)
+
+
+def _stamp(field: str, value: str) -> datetime | None:
+    """A datetime-local field, read as UTC; empty clears it."""
+    if not value.strip():
+        return None
+    try:
+        stamp = datetime.fromisoformat(value.strip())
+    except ValueError:
+        raise ServiceError(f"{field}: '{value}' is not a date and time") from None
+    return stamp if stamp.tzinfo else stamp.replace(tzinfo=UTC)
+
+
+@router.post("/admin/contest")
+def admin_contest(
+    request: Request,
+    user: Admin,
+    db: DB,
+    title: Annotated[str, Form()] = "MemoRace",
+    start_at: Annotated[str, Form()] = "",
+    end_at: Annotated[str, Form()] = "",
+    freeze_at: Annotated[str, Form()] = "",
+    hidden_revealed: Annotated[str, Form()] = "",
+) -> Response:
+    def act() -> str:
+        changes = {
+            "title": title.strip() or "MemoRace",
+            "start_at": _stamp("start", start_at),
+            "end_at": _stamp("end", end_at),
+            "freeze_at": _stamp("freeze", freeze_at),
+            "hidden_revealed": bool(hidden_revealed),
+        }
+        admin.update_contest(db, user, changes)
+        return "contest settings saved"
+
+    return _act(request, db, "/admin", act, partial(_admin_home, request, db, user))
+
+
+def _act(
+    request: Request,
+    db: Session,
+    back: str,
+    action: Callable[[], str],
+    on_error: Callable[[int, str], Response],
+) -> Response:
+    """Run an organizer action: commit and report it, or show the form again with the
+    service's message and status (the transaction rolled back)."""
+    try:
+        message = action()
+    except ServiceError as exc:
+        db.rollback()
+        return on_error(exc.status, exc.message)
+    db.commit()
+    return done(request, back, message)
+
+
+# --- admin: problems ----------------------------------------------------------------------
+
+
+def _admin_problems(
+    request: Request, db: Session, user: User, status: int = 200, error: str = ""
+) -> Response:
+    return render(
+        request,
+        "admin/problems.html",
+        user,
+        status,
+        problems=problems.all_current(db),
+        error=error or None,
+    )
+
+
+@router.get("/admin/problems")
+def admin_problems(request: Request, user: Admin, db: DB) -> Response:
+    return _admin_problems(request, db, user)
+
+
+@router.post("/admin/problems")
+def admin_import(
+    request: Request,
+    user: Admin,
+    db: DB,
+    settings: Config,
+    file: Annotated[UploadFile | None, File()] = None,
+) -> Response:
+    def act() -> str:
+        if file is None or not file.filename:
+            raise ServiceError("choose a problem package (.zip or .tar.gz) to upload")
+        version = _import(db, settings, user, file)
+        return (
+            f"problem '{version.problem.slug}' is at version {version.number} "
+            f"({len(version.cases)} cases)"
+        )
+
+    return _act(request, db, "/admin/problems", act, partial(_admin_problems, request, db, user))
+
+
+def _import(db: Session, settings: Settings, user: User, file: UploadFile) -> Any:
+    """As POST /api/v1/admin/problems: the upload to a temporary file, size-bounded."""
+    name = Path(file.filename or "package.zip").name
+    with tempfile.TemporaryDirectory(prefix="memorace-upload-") as tmp:
+        upload = Path(tmp) / name
+        size = 0
+        with upload.open("wb") as out:
+            while chunk := file.file.read(2**20):
+                size += len(chunk)
+                if size > PACKAGE_LIMIT_BYTES:
+                    raise ServiceError(
+                        f"a package upload is at most {PACKAGE_LIMIT_BYTES} bytes", 413
+                    )
+                out.write(chunk)
+        return problems.import_upload(db, settings, upload, user)
+
+
+@router.post("/admin/problems/{slug}/rescore")
+def admin_rescore(slug: str, request: Request, user: Admin, db: DB) -> Response:
+    """As POST /api/v1/admin/problems/{slug}/rescore: audit, commit, then queue."""
+    version = problems.current_version(db, slug)
+    record(db, user, "rescore", slug, {"version": version.number})
+    db.commit()
+    try:
+        queue.enqueue_rescore(version.id, user.id)
+    except Exception as exc:
+        log.warning("cannot enqueue the rescore of %s: %s", slug, exc)
+        return done(request, "/admin/problems", f"the queue is unreachable: {exc}", "error")
+    return done(request, "/admin/problems", f"rescore of '{slug}' v{version.number} queued")
+
+
+def _admin_problem(
+    request: Request, db: Session, user: User, slug: str, status: int = 200, error: str = ""
+) -> Response:
+    version = problems.current_version(db, slug)
+    return render(request, "admin/problem.html", user, status, version=version, error=error or None)
+
+
+@router.get("/admin/problems/{slug}")
+def admin_problem(slug: str, request: Request, user: Admin, db: DB) -> Response:
+    return _admin_problem(request, db, user, slug)
+
+
+@router.post("/admin/problems/{slug}/weights")
+async def admin_weights(slug: str, request: Request, user: Admin, db: DB) -> Response:
+    form = await request.form()
+    fields = {k[2:]: v for k, v in form.items() if k.startswith("w:") and isinstance(v, str)}
+
+    def act() -> str:
+        changed = _set_weights(db, user, slug, fields)
+        return f"{changed} weight(s) changed; rescore the problem to apply them to judged work"
+
+    back = f"/admin/problems/{slug}"
+    return _act(request, db, back, act, partial(_admin_problem, request, db, user, slug))
+
+
+def _set_weights(db: Session, user: User, slug: str, fields: dict[str, str]) -> int:
+    current = {c.name: c.weight for c in problems.current_version(db, slug).cases}
+    changed = 0
+    for name, text in fields.items():
+        try:
+            weight = float(text)
+        except ValueError:
+            raise ServiceError(f"case {name}: '{text}' is not a number") from None
+        if name in current and weight != current[name]:
+            problems.set_case_weight(db, slug, name, weight, user)
+            changed += 1
+    return changed
+
+
+# --- admin: teams, users, tokens ----------------------------------------------------------
+
+
+def _admin_accounts(
+    request: Request,
+    db: Session,
+    user: User,
+    status: int = 200,
+    error: str = "",
+    new_token: dict[str, str] | None = None,
+) -> Response:
+    return render(
+        request,
+        "admin/accounts.html",
+        user,
+        status,
+        teams=list(db.scalars(select(Team).order_by(Team.name))),
+        users=list(db.scalars(select(User).order_by(User.username))),
+        error=error or None,
+        new_token=new_token,
+    )
+
+
+@router.get("/admin/accounts")
+def admin_accounts(request: Request, user: Admin, db: DB) -> Response:
+    return _admin_accounts(request, db, user)
+
+
+@router.post("/admin/teams")
+def admin_create_team(
+    request: Request, user: Admin, db: DB, name: Annotated[str, Form()] = ""
+) -> Response:
+    def act() -> str:
+        return f"team '{admin.create_team(db, name, user).name}' created"
+
+    return _act(request, db, "/admin/accounts", act, partial(_admin_accounts, request, db, user))
+
+
+@router.post("/admin/users")
+def admin_create_user(
+    request: Request,
+    user: Admin,
+    db: DB,
+    username: Annotated[str, Form()] = "",
+    password: Annotated[str, Form()] = "",
+    team: Annotated[str, Form()] = "",
+    is_admin: Annotated[str, Form()] = "",
+) -> Response:
+    def act() -> str:
+        new = admin.create_user(db, username, password, team or None, bool(is_admin), user)
+        return f"user '{new.username}' created"
+
+    return _act(request, db, "/admin/accounts", act, partial(_admin_accounts, request, db, user))
+
+
+@router.post("/admin/tokens")
+def admin_token(
+    request: Request,
+    user: Admin,
+    db: DB,
+    username: Annotated[str, Form()] = "",
+    name: Annotated[str, Form()] = "",
+) -> Response:
+    """The token is in this response only (not stored, not in the session, not cached)."""
+    try:
+        token = admin.issue_token(db, username.strip(), name.strip(), user)
+    except ServiceError as exc:
+        db.rollback()
+        return _admin_accounts(request, db, user, exc.status, exc.message)
+    db.commit()
+    shown = {"username": username.strip(), "token": token}
+    return _admin_accounts(request, db, user, new_token=shown)
+
+
+# --- admin: rejudge, disqualify, audit ----------------------------------------------------
+
+
+def _admin_judging(
+    request: Request, db: Session, user: User, status: int = 200, error: str = ""
+) -> Response:
+    return render(
+        request,
+        "admin/judging.html",
+        user,
+        status,
+        problems=problems.all_current(db),
+        teams=list(db.scalars(select(Team).order_by(Team.name))),
+        error=error or None,
+    )
+
+
+@router.get("/admin/judging")
+def admin_judging(request: Request, user: Admin, db: DB) -> Response:
+    return _admin_judging(request, db, user)
+
+
+def _sub_id(text: str) -> int | None:
+    text = text.strip().lstrip("#")
+    if not text:
+        return None
+    if not text.isdigit():
+        raise ServiceError(f"'{text}' is not a submission number")
+    return int(text)
+
+
+@router.post("/admin/rejudge")
+def admin_rejudge(
+    request: Request,
+    user: Admin,
+    db: DB,
+    submission_id: Annotated[str, Form()] = "",
+    team: Annotated[str, Form()] = "",
+    problem: Annotated[str, Form()] = "",
+    back: Annotated[str, Form()] = "/admin/judging",
+) -> Response:
+    """As POST /api/v1/admin/rejudge: queue new judgings, commit, then send them."""
+    try:
+        ids = admin.rejudge(db, user, _sub_id(submission_id), team or None, problem or None)
+    except ServiceError as exc:
+        db.rollback()
+        return _admin_judging(request, db, user, exc.status, exc.message)
+    db.commit()
+    try:
+        admin.send_rejudges(ids)
+    except Exception as exc:  # the rows are safe: the reaper re-sends queued judgings
+        log.warning("cannot enqueue rejudges %s: %s", ids, exc)
+        return done(request, _safe_next(back), f"{len(ids)} rejudge(s) stored; queue: {exc}")
+    return done(request, _safe_next(back), f"{len(ids)} rejudge(s) queued")
+
+
+@router.post("/admin/disqualify")
+def admin_disqualify(
+    request: Request,
+    user: Admin,
+    db: DB,
+    submission_id: Annotated[str, Form()] = "",
+    team: Annotated[str, Form()] = "",
+    reason: Annotated[str, Form()] = "",
+    back: Annotated[str, Form()] = "/admin/judging",
+) -> Response:
+    def act() -> str:
+        sub_id = _sub_id(submission_id)
+        admin.disqualify(db, user, sub_id, None if sub_id else team or None, reason.strip())
+        return f"submission {sub_id} disqualified" if sub_id else f"team '{team}' disqualified"
+
+    on_error = partial(_admin_judging, request, db, user)
+    return _act(request, db, _safe_next(back), act, on_error)
+
+
+@router.get("/admin/audit")
+def admin_audit(request: Request, user: Admin, db: DB, limit: int = 200) -> Response:
+    entries = audit.entries(db, min(max(limit, 1), 1000))
+    return render(request, "admin/audit.html", user, entries=entries)
