@@ -4,6 +4,7 @@ static check against an all-pairs check, and the messages a contestant reads."""
 from __future__ import annotations
 
 import json
+import re
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
@@ -13,9 +14,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from judge.errors import CaseError, PlanError
-from judge.types.offload.case import parse_case
-from judge.types.offload.plan import parse_plan
-from judge.types.offload.verifier import verify
+from judge.types.offload.case import parse_case, read_case
+from judge.types.offload.plan import parse_plan, read_plan
+from judge.types.offload.verifier import simulate, verify
 from judge.verdict import Verdict
 
 # --- random small cases and plans ------------------------------------------------------------
@@ -35,7 +36,9 @@ def cases(draw: Any) -> dict[str, Any]:
         "capacity": 10**6,  # set from the plan below
         "h2d_bandwidth": draw(st.integers(1, 5)),
         "d2h_bandwidth": draw(st.integers(1, 5)),
-        "steps": [draw(st.integers(0, 9)) for _ in range(n_steps)],
+        # Steps of 0 µs are kept (they decide queue ties), but not all of them: such a
+        # case is refused (every plan would score 0).
+        "steps": draw(st.lists(st.integers(0, 9), min_size=n_steps, max_size=n_steps).filter(any)),
         "tensors": tensors,
     }
 
@@ -309,13 +312,71 @@ def test_unreadable_plans_are_bad_output(plan, words):
         ({"tensors": [{"id": "a", "size": 8, "alignment": 8, "uses": [9]}]}, "steps in 0..3"),
         ({"tensors": [{"id": "a b", "size": 8, "alignment": 8, "uses": [0]}]}, "id must match"),
         ({"h2d_bandwidth": 0}, "h2d_bandwidth must be an integer from 1"),
+        ({"steps": [0, 0, 0, 0]}, "the steps last 0 µs in all: at least one step must take time"),
+        (
+            {"steps": [2**62, 2**62, 1, 1]},
+            "the steps last 9223372036854775810 µs in all; at most 2^62",
+        ),
+        (
+            {"capacity": 10**5000},
+            "capacity must be an integer from 0 to 2^62, not <a 5001-digit integer>",
+        ),
     ],
 )
 def test_bad_cases_are_named(change, words):
-    with pytest.raises(CaseError, match=words.replace("[", r"\[")):
+    with pytest.raises(CaseError, match=re.escape(words)):
         parse_case({**CASE, **change}, "case.json", None)
 
 
 def test_case_capacity_must_match_the_package(tmp_path: Path):
     with pytest.raises(CaseError, match="differs from the package's capacity 32"):
         parse_case(CASE, "case.json", 32)
+
+
+def test_copies_issued_at_the_same_moment_queue_by_step_then_tensor():
+    """Step 1 lasts 0 µs, so b's copy-out (issued after step 0) and a's (after step 1)
+    are issued at the same moment, 1 µs: b goes first although a comes first in the
+    case (README, "Timing"). In tensor order the makespan would be 16 µs, not 18."""
+    case_raw = {
+        "capacity": 16,
+        "h2d_bandwidth": 1,
+        "d2h_bandwidth": 1,
+        "steps": [1, 0, 5],
+        "tensors": [
+            {"id": "a", "size": 4, "alignment": 1, "uses": [1, 2]},
+            {"id": "b", "size": 2, "alignment": 1, "uses": [0, 2]},
+        ],
+    }
+    plan_raw = {"tensors": [
+        {"id": "a", "residencies": [{"offset": 0, "uses": 1}, {"offset": 8, "uses": 1, "prefetch_after": 1}]},
+        {"id": "b", "residencies": [{"offset": 4, "uses": 1}, {"offset": 12, "uses": 1, "prefetch_after": 1}]},
+    ]}  # fmt: skip
+    case = parse_case(case_raw, "case", None)
+    plan = parse_plan(plan_raw, "plan", case)
+    timing = simulate(case, plan)
+    outs = [(case.ids[int(plan.tensor[r])], b, e) for eng, r, b, e in timing.copies if eng == "d2h"]
+    assert outs == [("b", 1, 3), ("a", 3, 7)]
+    assert verify(case, plan).makespan == 18.0
+    assert slow_makespan(case_raw, plan_raw) == 18
+
+
+def test_huge_and_deep_json_is_a_plan_error(tmp_path: Path):
+    case = parse_case(CASE, "case", 16)
+    for name, text in {
+        "huge": '{"tensors": [{"id": "a", "residencies": [{"offset": 1'
+        + "0" * 5000
+        + ', "uses": 2}]}]}',
+        "deep": "[" * 60_000 + "]" * 60_000,
+        "deep_obj": '{"a":' * 60_000 + "1" + "}" * 60_000,
+    }.items():
+        path = tmp_path / f"{name}.json"
+        path.write_text(text)
+        with pytest.raises(PlanError) as err:
+            read_plan(path, case)
+        assert ("5001-character number" if name == "huge" else "nested too deeply") in str(
+            err.value
+        )
+        case_path = tmp_path / f"{name}-case.json"
+        case_path.write_text(text)
+        with pytest.raises(CaseError):
+            read_case(case_path, None)

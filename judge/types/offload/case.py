@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 from itertools import pairwise
@@ -13,6 +12,7 @@ import numpy as np
 
 from judge.csvtable import INT_LIMIT, read_bounded
 from judge.errors import CaseError
+from judge.types.offload.jsonfile import load_json, show_value
 
 CASE_BYTE_LIMIT = 512 * 2**20
 SIZE_LIMIT = 2**48  # 256 TiB: sums of a step's tensors stay far inside int64
@@ -59,12 +59,7 @@ class OffloadCase:
 
 def read_case(path: Path, capacity: int | None) -> OffloadCase:
     data = read_bounded(path, CASE_BYTE_LIMIT, CaseError)
-    try:
-        raw = json.loads(data)
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        line = getattr(exc, "lineno", None)
-        raise CaseError(f"not valid JSON ({getattr(exc, 'msg', exc)})", path, line) from None
-    return parse_case(raw, path, capacity)
+    return parse_case(load_json(data, path, CaseError), path, capacity)
 
 
 def parse_case(raw: Any, path: Path | str, capacity: int | None) -> OffloadCase:
@@ -84,6 +79,7 @@ def parse_case(raw: Any, path: Path | str, capacity: int | None) -> OffloadCase:
     if not isinstance(raw["steps"], list):
         raise fail("steps must be a list of durations in µs")
     steps = [_int(d, f"steps[{s}]", 0, fail) for s, d in enumerate(raw["steps"])]
+    _check_total_time(steps, fail)
     tensors = raw["tensors"]
     if not isinstance(tensors, list):
         raise fail("tensors must be a list")
@@ -131,8 +127,21 @@ def _tensors(tensors: list[Any], n_steps: int, fail: Any) -> Columns:
 def _int(value: Any, what: str, low: int, fail: Any, high: int = INT_LIMIT) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
         top = "2^48" if high == SIZE_LIMIT else "2^62"
-        raise fail(f"{what} must be an integer from {low} to {top}, not {value!r}"[:200])
+        raise fail(f"{what} must be an integer from {low} to {top}, not {show_value(value)}")
     return value
+
+
+def _check_total_time(steps: list[int], fail: Any) -> None:
+    """Scores are sum(steps) / makespan: a case without compute time would score
+    every plan 0 (or divide by zero), so it is refused; the sum must stay exact."""
+    total = sum(steps)
+    if total == 0:
+        raise fail(
+            "the steps last 0 µs in all: at least one step must take time, "
+            "or every plan would score 0"
+        )
+    if total > INT_LIMIT:
+        raise fail(f"the steps last {total} µs in all; at most 2^62 allowed")
 
 
 def _check_feasible(case: OffloadCase, fail: Any) -> None:
@@ -140,9 +149,11 @@ def _check_feasible(case: OffloadCase, fail: Any) -> None:
     if not len(case):
         return
     per_use = np.repeat(case.size, np.diff(case.use_start))
+    if int(case.size.max()) * len(per_use) >= 2**63:  # int64 sums could wrap: exact ints
+        per_use = per_use.astype(object)
     order = np.argsort(case.uses, kind="stable")
     steps, first = np.unique(case.uses[order], return_index=True)
-    need = np.add.reduceat(per_use[order], first)  # sizes <= 2^48: no overflow
+    need = np.add.reduceat(per_use[order], first)
     k = int(np.argmax(need))
     worst, exact = int(steps[k]), int(need[k])
     if exact > case.capacity:

@@ -5,7 +5,6 @@ duplicate tensors, wrong field types); the rules are the verifier's."""
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -15,6 +14,7 @@ import numpy as np
 from judge.csvtable import INT_LIMIT, read_bounded, show_cell
 from judge.errors import PlanError
 from judge.types.offload.case import OffloadCase
+from judge.types.offload.jsonfile import load_json, show_value
 
 NO_PREFETCH = -1
 
@@ -39,13 +39,7 @@ def plan_byte_limit(case: OffloadCase) -> int:
 
 def read_plan(path: Path, case: OffloadCase) -> OffloadPlan:
     data = read_bounded(path, plan_byte_limit(case), PlanError)
-    try:
-        raw = json.loads(data)
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise PlanError(
-            f"not valid JSON ({getattr(exc, 'msg', exc)})", path, getattr(exc, "lineno", None)
-        ) from None
-    return parse_plan(raw, path, case)
+    return parse_plan(load_json(data, path, PlanError), path, case)
 
 
 def parse_plan(raw: Any, path: Path | str, case: OffloadCase) -> OffloadPlan:
@@ -100,7 +94,7 @@ def _residencies(raw: Any, tid: str, fail: Any) -> list[tuple[int, int, int, int
 
 def _int(value: Any, what: str, fail: Any) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= INT_LIMIT:
-        raise fail(f"{what} must be an integer from 0 to 2^62, not {show_cell(str(value))}")
+        raise fail(f"{what} must be an integer from 0 to 2^62, not {show_value(value)}")
     return value
 
 
