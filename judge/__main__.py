@@ -1,4 +1,4 @@
-"""`python -m judge` is the `memorace` command."""
+"""`python -m judge`: the offline judge's commands (`memorace` less the server ones)."""
 
 from judge.cli import app
 

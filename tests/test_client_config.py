@@ -1,4 +1,4 @@
-"""judge.client without a server: config resolution, the SSE parser, errors and follow().
+"""`client` without a server: config resolution, the SSE parser, errors and follow().
 
 HTTP goes through httpx.MockTransport; the only socket used is one that is
 refused on purpose.
@@ -16,16 +16,11 @@ import httpx
 import pytest
 from typer.testing import CliRunner
 
-from judge import cli
-from judge.client import (
-    DEFAULT_URL,
-    Client,
-    ClientError,
-    ConfigError,
-    SSEEvent,
-    load_config,
-    parse_sse,
-)
+from client import cli
+from client.config import DEFAULT_URL, load_config
+from client.errors import ClientError, ConfigError
+from client.http import Client
+from client.sse import SSEEvent, parse_sse
 
 # --- config ------------------------------------------------------------------
 
@@ -443,7 +438,7 @@ def test_submit_prints_the_table_after_following(server: Any, tmp_path: Path) ->
     run = CliRunner().invoke(cli.app, ["submit", str(planner), "--problem", "toy"])
     assert run.exit_code == 0, run.output
     assert "#5 plan.py on toy v1 (server sandbox)" in run.output
-    assert "public 80.0000  hidden -" in run.output
+    assert "public 80.0000  hidden —" in run.output
 
 
 def test_submit_no_follow_shows_the_queue_position(server: Any, tmp_path: Path) -> None:

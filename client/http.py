@@ -1,159 +1,26 @@
-"""HTTP client for a MemoRace server: submit planners, follow judgings, read leaderboards.
-
-Only httpx: `judge` stays free of web-framework code (DESIGN.md, "Layout").
-"""
+"""HTTP client for a MemoRace server: submit planners, follow judgings, read leaderboards."""
 
 from __future__ import annotations
 
 import contextlib
 import json
-import os
 import time
-import tomllib
-from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 
 import httpx
 
-DEFAULT_URL = "http://127.0.0.1:8000"
-DEFAULT_CONFIG = "~/.config/memorace/config.toml"
+from client.config import DEFAULT_URL, load_config
+from client.errors import ClientError
+from client.sse import SSEEvent, parse_sse
+
 API = "/api/v1"
 FINAL = frozenset({"done", "error"})
 # A stream that stays silent this long (no event, no keep-alive comment) is
 # treated as dropped, so a half-open connection cannot hang `follow` forever.
 STREAM_READ_TIMEOUT_S = 75.0
-
-
-class ClientError(Exception):
-    """A request failed; `message` is what a person should read."""
-
-    def __init__(self, message: str, status: int | None = None):
-        self.message = message
-        self.status = status  # HTTP status, None when no answer came back
-        super().__init__(message)
-
-
-class ConfigError(ClientError):
-    """The config file is missing (when named explicitly) or malformed."""
-
-
-# --- configuration -----------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Config:
-    url: str
-    token: str | None
-
-
-def load_config(env: Mapping[str, str] | None = None) -> Config:
-    """Token: env, then file. URL: env, then file, then DEFAULT_URL.
-
-    Empty environment values count as unset (`MEMORACE_TOKEN= memorace ...`).
-    """
-    env = os.environ if env is None else env
-    explicit = env.get("MEMORACE_CONFIG") or None
-    path = Path(explicit or DEFAULT_CONFIG).expanduser()
-    # The default file is optional; one the user named must exist.
-    data = _read_config(path) if explicit or path.is_file() else {}
-    url = env.get("MEMORACE_URL") or data.get("url") or DEFAULT_URL
-    token = env.get("MEMORACE_TOKEN") or data.get("token") or None
-    return Config(url=url.rstrip("/"), token=token)
-
-
-def _read_config(path: Path) -> dict[str, str]:
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ConfigError(f"config file {path} does not exist (MEMORACE_CONFIG)") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"cannot read config file {path}: {exc}") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"config file {path} is not valid TOML: {exc}") from None
-    for key in ("url", "token"):
-        if key in data and not isinstance(data[key], str):
-            raise ConfigError(f"config file {path}: `{key}` must be a string")
-    return {k: data[k] for k in ("url", "token") if k in data}
-
-
-# --- server-sent events ------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class SSEEvent:
-    event: str
-    data: str
-    id: str | None = None
-
-
-def parse_sse(chunks: Iterable[bytes]) -> Iterator[SSEEvent]:
-    """Events of a text/event-stream, per the WHATWG rules.
-
-    Chunks may split lines (even a CRLF pair) anywhere. A block without any
-    `data:` line is not dispatched, and an unterminated block at the end of the
-    stream is discarded: both as the spec says, so a cut stream never yields a
-    half event.
-    """
-    event, data, last_id = "", [], None
-    for line in _lines(chunks):
-        if not line:
-            if data:
-                yield SSEEvent(event or "message", "\n".join(data), last_id)
-            event, data = "", []
-            continue
-        if line.startswith(":"):
-            continue  # comment: keep-alive
-        name, _, value = line.partition(":")
-        value = value.removeprefix(" ")
-        if name == "event":
-            event = value
-        elif name == "data":
-            data.append(value)
-        elif name == "id" and "\0" not in value:
-            last_id = value
-        # "retry" and unknown fields: ignored, we do not reconnect by stream.
-
-
-def _lines(chunks: Iterable[bytes]) -> Iterator[str]:
-    """Decoded lines ending in CRLF, LF or CR, across chunk boundaries."""
-    bom = b"\xef\xbb\xbf"
-    buf, first, pending_cr = b"", True, False
-    for chunk in chunks:
-        if not chunk:
-            continue
-        if pending_cr and chunk.startswith(b"\n"):
-            chunk = chunk[1:]  # second half of a CRLF that the previous chunk cut
-        pending_cr = False
-        buf += chunk
-        if first:
-            if len(buf) < len(bom) and bom.startswith(buf):
-                continue  # maybe a BOM cut in two: wait for the rest
-            buf, first = buf.removeprefix(bom), False
-        while True:
-            cut = _line_end(buf)
-            if cut is None:
-                break
-            end, nxt = cut
-            if nxt == len(buf) and buf.endswith(b"\r"):
-                pending_cr = True  # a lone CR at the end may be a CRLF split in two
-            yield buf[:end].decode("utf-8", errors="replace")
-            buf = buf[nxt:]
-
-
-def _line_end(buf: bytes) -> tuple[int, int] | None:
-    """(end of the line, start of the next) for the first line in buf, or None."""
-    cr, lf = buf.find(b"\r"), buf.find(b"\n")
-    if cr == -1 and lf == -1:
-        return None
-    if cr == -1 or (lf != -1 and lf < cr):
-        return lf, lf + 1
-    return cr, cr + 2 if buf[cr + 1 : cr + 2] == b"\n" else cr + 1
-
-
-# --- the client --------------------------------------------------------------
 
 
 class _Dropped(Exception):

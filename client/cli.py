@@ -1,0 +1,159 @@
+"""The `memorace` command: the offline judge's commands (`judge.cli`) and, beside
+them, the ones that talk to a MemoRace server: `submit`, `status`, `leaderboard`."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.text import Text
+
+from client.errors import ClientError
+from client.http import FINAL, Client
+from judge import cli as judge_cli
+from judge.console import err, fail, fmt, new_table, out, print_cases, progress_bar
+
+app = typer.Typer(
+    help="MemoRace: judge memory planners here, or submit them to a MemoRace server.",
+    no_args_is_help=True,
+)
+app.add_typer(judge_cli.app)  # no name: the judge's commands join these at the top level
+SERVER = "Server (MEMORACE_URL, MEMORACE_TOKEN or ~/.config/memorace/config.toml)"
+
+
+@app.command(rich_help_panel=SERVER)
+def submit(
+    file: Annotated[Path, typer.Argument(help="the planner: .py, .cpp, .zip or .tar.gz")],
+    problem: Annotated[str, typer.Option(help="problem slug")],
+    follow: Annotated[bool, typer.Option(help="watch the judging until it ends")] = True,
+    as_json: Annotated[bool, typer.Option("--json", help="one JSON object")] = False,
+) -> None:
+    """Upload FILE for PROBLEM to the server and follow its judging.
+
+    Exit status: 0 when judged (or queued, with --no-follow), 1 when the
+    judging ended in error, 2 when the request failed.
+    """
+    with _server() as client, _server_errors():
+        sub = client.submit(file, problem)
+        if sub.get("reused") and not as_json:
+            err.print(f"identical to an earlier upload: reusing submission #{sub['id']}")
+        if follow and sub.get("status") not in FINAL:
+            sub = _follow(client, sub, quiet=as_json)
+    _show_submission(sub, as_json)
+    raise typer.Exit(1 if sub.get("status") == "error" else 0)
+
+
+@app.command("status", rich_help_panel=SERVER)
+def status_cmd(
+    sub_id: Annotated[int, typer.Argument(metavar="ID", help="submission id")],
+    as_json: Annotated[bool, typer.Option("--json", help="one JSON object")] = False,
+) -> None:
+    """Show a submission: its status and the results so far."""
+    with _server() as client, _server_errors():
+        sub = client.submission(sub_id)
+    _show_submission(sub, as_json)
+
+
+@app.command("leaderboard", rich_help_panel=SERVER)
+def leaderboard_cmd(
+    slug: Annotated[str, typer.Argument(help="problem slug")],
+    as_json: Annotated[bool, typer.Option("--json", help="one JSON object")] = False,
+) -> None:
+    """Show the leaderboard of a problem."""
+    with _server() as client, _server_errors():
+        board = client.leaderboard(slug)
+    if as_json:
+        out.print_json(json.dumps(board))
+        return
+    notes = [n for n, on in (("frozen", board.get("frozen")),) if on]
+    notes.append("hidden revealed" if board.get("hidden_revealed") else "hidden not revealed")
+    columns = ("rank", "team", "public", "hidden", "submission", "submitted at")
+    title = f"{board.get('problem', slug)} leaderboard ({', '.join(notes)})"
+    table = new_table(title, columns, ("team", "submitted at"))
+    for row in board.get("rows", []):
+        table.add_row(
+            str(row.get("rank")),
+            str(row.get("team")),
+            fmt(row.get("public_score")),
+            fmt(row.get("hidden_score")),
+            f"#{row.get('submission_id')}",
+            str(row.get("submitted_at", "")),
+        )
+    out.print(table if board.get("rows") else "no submissions yet", highlight=False)
+
+
+def _server() -> Client:
+    try:
+        return Client.from_config()
+    except ClientError as exc:
+        raise fail(exc.message) from None
+
+
+@contextmanager
+def _server_errors() -> Iterator[None]:
+    """A ClientError becomes `error: <server message>` on stderr and exit status 2."""
+    try:
+        yield
+    except ClientError as exc:
+        raise fail(exc.message) from None
+
+
+def _follow(client: Client, sub: dict[str, Any], quiet: bool) -> dict[str, Any]:
+    """Live progress on stderr until the judging ends; returns the final Submission."""
+    with progress_bar(quiet) as bar:
+        task = bar.add_task(_progress_text(sub), total=sub.get("cases_total") or None, completed=0)
+        try:
+            for event, data in client.follow(sub["id"]):
+                if event == "end":
+                    return data
+                if event in ("status", "case"):
+                    text = (
+                        _progress_text(sub | data) if event == "status" else _case_text(sub, data)
+                    )
+                    bar.update(
+                        task,
+                        description=text,
+                        total=data.get("cases_total") or None,
+                        completed=data.get("cases_done") or 0,
+                    )
+        except KeyboardInterrupt:
+            # Stopping the watch does not stop the judging: say how to look again.
+            err.print(f"stopped following; the judging goes on: memorace status {sub['id']}")
+            raise typer.Exit(130) from None
+    return client.submission(sub["id"])  # follow always ends with "end"; be safe anyway
+
+
+def _progress_text(sub: dict[str, Any]) -> str:
+    text = f"#{sub['id']} {sub.get('status', '')}"
+    if sub.get("status") == "queued" and sub.get("queue_position") is not None:
+        text += f" (position {sub['queue_position']})"
+    return text
+
+
+def _case_text(sub: dict[str, Any], case: dict[str, Any]) -> str:
+    return f"#{sub['id']} {case.get('case', '')}: {case.get('verdict', '')}"
+
+
+def _show_submission(sub: dict[str, Any], as_json: bool) -> None:
+    """The server's own scores are shown: the API sends no case weights, so they
+    cannot be recomputed here (and it withholds the hidden score before the reveal)."""
+    if as_json:
+        out.print_json(json.dumps(sub))
+        return
+    if sub.get("results"):
+        title = f"#{sub.get('id')} {sub.get('filename', '')} on {sub.get('problem')} "
+        title += f"v{sub.get('problem_version')} (server sandbox)"
+        print_cases(title, sub["results"], sub.get("public_score"), sub.get("hidden_score"))
+    state = sub.get("status", "")
+    line = f"submission #{sub.get('id')} {sub.get('filename', '')}: {state}"
+    if state == "queued" and sub.get("queue_position") is not None:
+        line += f", position {sub['queue_position']} in the queue"
+    elif state == "running":
+        line += f", {sub.get('cases_done', 0)}/{sub.get('cases_total', 0)} cases"
+    out.print(line, markup=False, highlight=False)
+    if sub.get("status_detail"):
+        out.print(Text(sub["status_detail"], style="red" if state == "error" else ""))
