@@ -123,3 +123,46 @@ def test_sizes_past_2_to_the_32_are_exact():
 def test_empty_case_is_fine():
     case = OffsetCase([], *(np.zeros(0, np.int64) for _ in range(4)), capacity=0)
     assert verify(case, OffsetPlan(np.zeros(0, np.int64))).verdict == Verdict.OK
+
+
+BIG = 2**62
+
+
+def test_peak_and_message_past_int64_are_exact():
+    """offset 2^62 + size 2^62 = 2^63 used to wrap to -2^63 (issue 9)."""
+    case, plan = build([("a", 0, 2, BIG, 1)], [BIG], BIG)
+    got = verify(case, plan)
+    assert got.peak == 2**63
+    assert got.message == f"buffer a occupies bytes [{BIG}, {2**63}), past the capacity {BIG}"
+
+
+def test_lower_bound_past_int64_is_exact():
+    case, _ = build([(f"b{i}", 0, 2, BIG, 1) for i in range(4)], [0] * 4, BIG)
+    assert lower_bound(case) == 2**64
+
+
+huge_values = st.sampled_from([0, 1, 2**61, BIG - 1, BIG]) | st.integers(0, BIG)
+
+
+@st.composite
+def huge_cases_and_plans(draw):
+    n = draw(st.integers(1, 5))
+    rows = []
+    for i in range(n):
+        lo = draw(st.sampled_from([0, 1, BIG - 1]))
+        rows.append((f"b{i}", lo, lo + 1, max(1, draw(huge_values)), 1))
+    offsets = [draw(huge_values) for _ in rows]
+    return rows, offsets, draw(huge_values)
+
+
+@settings(max_examples=1_000, deadline=None)
+@given(huge_cases_and_plans())
+def test_values_near_2_to_the_62_agree_with_exact_ints(data):
+    rows, offsets, capacity = data
+    case, plan = build(rows, offsets, capacity)
+    got = verify(case, plan)
+    assert got.peak == max(o + r[3] for o, r in zip(offsets, rows, strict=True))
+    assert lower_bound(case) == brute_lower_bound(rows)
+    assert (got.verdict == Verdict.OK) == (all_pairs(rows, offsets, capacity) is None)
+    for number in re.findall(r"-?\d+", got.message):
+        assert int(number) >= 0

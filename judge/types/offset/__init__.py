@@ -9,7 +9,7 @@ from typing import Any
 from judge.types.base import Verification
 from judge.types.offset.case import OffsetCase, case_csv, read_case
 from judge.types.offset.plan import OffsetPlan, read_plan
-from judge.types.offset.verifier import lower_bound, verify
+from judge.types.offset.verifier import ends, lower_bound, verify
 from judge.verdict import Verdict
 
 
@@ -48,7 +48,7 @@ class OffsetType:
         """Buffers as rectangles in time x address; capacity, peak and bound marked."""
         from judge.pictures.placement import plan_svg
 
-        peak = int((plan.offset + case.size).max()) if len(case) else 0
+        peak = int(ends(plan.offset, case.size).max()) if len(case) else 0
         return plan_svg(
             case.lower, case.upper, case.size, plan.offset, case.capacity, peak, lower_bound,
             ids=case.ids,

@@ -22,7 +22,7 @@ from judge.verdict import Verdict
 
 def verify(case: OffsetCase, plan: OffsetPlan) -> Verification:
     offset = plan.offset
-    peak = int((offset + case.size).max()) if len(case) else 0
+    peak = int(ends(offset, case.size).max()) if len(case) else 0
     message = (
         _misaligned(case, offset) or _over_capacity(case, offset) or _first_overlap(case, offset)
     )
@@ -39,7 +39,16 @@ def lower_bound(case: OffsetCase) -> int:
     deltas = np.concatenate([-case.size, case.size])
     # At equal times ends sort first: a buffer ending at t frees its bytes for one starting at t.
     order = np.lexsort((deltas, times))
-    return int(np.cumsum(deltas[order]).max())
+    deltas = deltas[order]
+    # Running sums never pass the total size; when that could pass int64, sum exactly.
+    if int(case.size.max()) * len(case) >= 2**63:
+        deltas = deltas.astype(object)
+    return int(np.cumsum(deltas).max())
+
+
+def ends(offset: np.ndarray, size: np.ndarray) -> np.ndarray:
+    """offset + size, exactly: both lie in [0, 2^62], so the sum fits uint64 (not int64)."""
+    return offset.astype(np.uint64) + size.astype(np.uint64)
 
 
 def _misaligned(case: OffsetCase, offset: np.ndarray) -> str:
@@ -59,18 +68,18 @@ def _over_capacity(case: OffsetCase, offset: np.ndarray) -> str:
         return ""
     i = int(bad[0])
     return (
-        f"buffer {case.ids[i]} occupies bytes [{offset[i]}, {offset[i] + case.size[i]}), "
+        f"buffer {case.ids[i]} occupies bytes [{offset[i]}, {int(offset[i]) + int(case.size[i])}), "
         f"past the capacity {case.capacity}"
     )
 
 
 def _first_overlap(case: OffsetCase, offset: np.ndarray) -> str:
-    hit = find_overlap(case.lower, case.upper, offset, offset + case.size)
+    hit = find_overlap(case.lower, case.upper, offset, ends(offset, case.size))
     if hit is None:
         return ""
     a, b = hit
     lo = max(int(offset[a]), int(offset[b]))
-    hi = min(int(offset[a] + case.size[a]), int(offset[b] + case.size[b]))
+    hi = min(int(offset[a]) + int(case.size[a]), int(offset[b]) + int(case.size[b]))
     time = max(int(case.lower[a]), int(case.lower[b]))
     return f"buffers {case.ids[a]} and {case.ids[b]} overlap at time {time} in bytes [{lo}, {hi})"
 
