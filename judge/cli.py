@@ -12,7 +12,6 @@ import typer
 
 from judge.console import err, fmt, new_table, out, print_cases, progress_bar
 from judge.console import fail as _fail
-from judge.csvtable import INT_LIMIT
 from judge.errors import InputError
 from judge.importer import import_minimalloc, name_and_capacity
 from judge.package import Problem, load_cases, load_problem
@@ -33,17 +32,23 @@ app.add_typer(problem_app, name="problem")
 def verify(
     case: Path,
     plan: Path,
-    capacity: Annotated[int | None, typer.Option(help="bytes; default: from NAME.CAP.csv")] = None,
+    capacity: Annotated[
+        int | None, typer.Option(help="bytes; default: from NAME.CAP.csv or the case file")
+    ] = None,
     type_: Annotated[str, typer.Option("--type", help="problem type")] = "offset",
     as_json: Annotated[bool, typer.Option("--json", help="one JSON object")] = False,
 ) -> None:
     """Verify PLAN for CASE: verdict, peak, lower bound and score."""
     cap = capacity if capacity is not None else name_and_capacity(case)[1]
-    ptype = get_type(type_)
     try:
-        parsed = ptype.parse_case(case, INT_LIMIT if cap is None else cap)
-    except InputError as exc:
-        raise _fail(f"bad case: {exc}") from None
+        ptype = get_type(type_)
+        parsed = ptype.parse_case(case, cap)  # None: the case file's own, or 2^62
+    except (KeyError, InputError) as exc:
+        message = f"bad case: {exc}" if isinstance(exc, InputError) else str(exc.args[0])
+        if as_json:
+            out.print_json(json.dumps({"verdict": None, "error": message}))
+            raise typer.Exit(2)
+        raise _fail(message) from None
     bound = ptype.lower_bound(parsed)
     verification, score = check_plan(ptype, parsed, bound, plan)
     result = {
@@ -52,14 +57,16 @@ def verify(
         "peak": verification.peak,
         "lower_bound": bound,
         "score": score,
-        "capacity": cap,
+        "capacity": parsed.capacity,
     }
     if as_json:
         out.print_json(json.dumps(result))
     else:
         colour = "green" if verification.verdict == Verdict.OK else "red"
         out.print(f"[{colour}]{verification.verdict}[/{colour}] {verification.message}")
-        out.print(f"peak {verification.peak}  lower bound {bound}  score {score:.6f}")
+        figures = [f"peak {verification.peak}"] if verification.peak is not None else []
+        figures += [f"lower bound {bound} {ptype.bound_unit}", f"score {score:.6f}"]
+        out.print("  ".join(figures))
     raise typer.Exit(0 if verification.verdict == Verdict.OK else 1)
 
 

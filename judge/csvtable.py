@@ -85,7 +85,15 @@ def parse_id_table(
     """Parse `id,<int columns>` CSV bytes; every int column value within `ranges`."""
     text = _decode(data, path, error)
     if "\r" in text:
-        text = text.replace("\r\n", "\n")  # a lone '\r' left over is a bad cell
+        text = text.replace("\r\n", "\n")
+        lone = text.find("\r")
+        if lone >= 0:  # old Mac line ends, or a stray byte: name it, not a field count
+            line = text.count("\n", 0, lone) + 1
+            raise error(
+                "a lone carriage return (CR, \\r) inside the line: lines end with LF or CRLF",
+                path,
+                line,
+            )
     header_line, _, body = text.partition("\n")
     body = body.rstrip("\n")
     if not header_line.strip() and not body.strip():

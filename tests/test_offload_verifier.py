@@ -12,7 +12,9 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from typer.testing import CliRunner
 
+from judge.cli import app
 from judge.errors import CaseError, PlanError
 from judge.types.offload.case import parse_case, read_case
 from judge.types.offload.plan import parse_plan, read_plan
@@ -380,3 +382,16 @@ def test_huge_and_deep_json_is_a_plan_error(tmp_path: Path):
         case_path.write_text(text)
         with pytest.raises(CaseError):
             read_case(case_path, None)
+
+
+def test_cli_verify_takes_the_capacity_from_the_case_file(tmp_path: Path):
+    case, plan = tmp_path / "case.json", tmp_path / "plan.json"
+    case.write_text(json.dumps(CASE))
+    plan.write_text(json.dumps(GOOD))
+    run = CliRunner().invoke(app, ["verify", "--type", "offload", str(case), str(plan), "--json"])
+    assert run.exit_code == 0, run.output
+    result = json.loads(run.stdout)
+    assert result["verdict"] == "OK" and result["capacity"] == 16 and result["lower_bound"] == 40
+    plan.write_text(json.dumps({"tensors": []}))
+    run = CliRunner().invoke(app, ["verify", "--type", "offload", str(case), str(plan)])
+    assert run.exit_code == 1 and "BAD_OUTPUT" in run.stdout and "None" not in run.stdout

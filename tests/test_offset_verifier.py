@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import json
 import re
+from typing import Any
 
 import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from typer.testing import CliRunner
 
+from judge.cli import app
 from judge.types.offset.case import OffsetCase, parse_case_bytes
 from judge.types.offset.plan import OffsetPlan
 from judge.types.offset.verifier import lower_bound, verify
@@ -166,3 +170,40 @@ def test_values_near_2_to_the_62_agree_with_exact_ints(data):
     assert (got.verdict == Verdict.OK) == (all_pairs(rows, offsets, capacity) is None)
     for number in re.findall(r"-?\d+", got.message):
         assert int(number) >= 0
+
+
+# --- `memorace verify` -----------------------------------------------------------------------
+
+
+def run_verify(*args: str) -> Any:
+    return CliRunner().invoke(app, ["verify", *args])
+
+
+def test_verify_json_on_a_bad_case_prints_one_json_object(tmp_path):
+    case = tmp_path / "case.csv"
+    case.write_text("id,lower,upper,size\nb,3,1,4\n")
+    run = run_verify(str(case), str(case), "--json")
+    assert run.exit_code == 2
+    result = json.loads(run.stdout)
+    assert result["verdict"] is None and "empty lifespan" in result["error"]
+    run = run_verify(str(case), str(case), "--json", "--type", "nope")
+    assert run.exit_code == 2 and "unknown problem type" in json.loads(run.stdout)["error"]
+
+
+def test_verify_text_never_prints_peak_none(tmp_path):
+    case, plan = tmp_path / "case.csv", tmp_path / "plan.csv"
+    case.write_text("id,lower,upper,size\nb,0,1,4\n")
+    plan.write_text("id,offset\nb,x\n")
+    run = run_verify(str(case), str(plan), "--capacity", "8")
+    assert run.exit_code == 1 and "BAD_OUTPUT" in run.stdout
+    assert "None" not in run.stdout and "lower bound 4 bytes" in run.stdout
+
+
+def test_a_lone_cr_is_named(tmp_path):
+    case, plan = tmp_path / "case.csv", tmp_path / "plan.csv"
+    case.write_text("id,lower,upper,size\nb,0,1,4\nc,0,1,4\n")
+    plan.write_bytes(b"id,offset\r\nb,0\rc,4\r\n")
+    run = run_verify(str(case), str(plan), "--capacity", "8", "--json")
+    assert json.loads(run.stdout)["message"] == (
+        "plan.csv:2: a lone carriage return (CR, \\r) inside the line: lines end with LF or CRLF"
+    )

@@ -30,8 +30,12 @@ class ProblemType(Protocol):
     bound_unit: str  # what lower_bound counts: "bytes" (then it must fit the capacity), "µs"
     plan_file: str  # the file a planner writes into its output directory
 
-    def parse_case(self, path: Path, capacity: int) -> CaseLike:
-        """Read and validate a case; raises CaseError naming file, line and rule."""
+    def parse_case(self, path: Path, capacity: int | None) -> CaseLike:
+        """Read and validate a case; raises CaseError naming file, line and rule.
+
+        `capacity` is the package's; None (`memorace verify` without one) takes the
+        case file's own where the format holds one, else the largest allowed, 2^62.
+        The parsed case has a `capacity` attribute."""
         ...
 
     def parse_plan(self, path: Path, case: CaseLike) -> PlanLike:

@@ -21,7 +21,7 @@ class OffloadType:
     bound_unit = "µs"  # feasibility is checked by parse_case (each step's tensors must fit)
     plan_file = "plan.json"
 
-    def parse_case(self, path: Path, capacity: int) -> OffloadCase:
+    def parse_case(self, path: Path, capacity: int | None) -> OffloadCase:
         return read_case(path, capacity)
 
     def parse_plan(self, path: Path, case: OffloadCase) -> OffloadPlan:

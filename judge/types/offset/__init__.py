@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from judge.csvtable import INT_LIMIT
 from judge.types.base import Verification
 from judge.types.offset.case import OffsetCase, case_csv, read_case
 from judge.types.offset.plan import OffsetPlan, read_plan
@@ -19,8 +20,8 @@ class OffsetType:
     bound_unit = "bytes"
     plan_file = "plan.csv"
 
-    def parse_case(self, path: Path, capacity: int) -> OffsetCase:
-        return read_case(path, capacity)
+    def parse_case(self, path: Path, capacity: int | None) -> OffsetCase:
+        return read_case(path, INT_LIMIT if capacity is None else capacity)
 
     def parse_plan(self, path: Path, case: OffsetCase) -> OffsetPlan:
         return read_plan(path, case)
