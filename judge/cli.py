@@ -47,7 +47,7 @@ def verify(
         message = f"bad case: {exc}" if isinstance(exc, InputError) else str(exc.args[0])
         if as_json:
             out.print_json(json.dumps({"verdict": None, "error": message}))
-            raise typer.Exit(2)
+            raise typer.Exit(2) from None
         raise _fail(message) from None
     bound = ptype.lower_bound(parsed)
     verification, score = check_plan(ptype, parsed, bound, plan)
