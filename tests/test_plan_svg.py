@@ -8,7 +8,8 @@ import xml.etree.ElementTree as ET
 import numpy as np
 import pytest
 
-from judge.pictures.placement import human_bytes, plan_svg
+from judge.pictures.placement import plan_svg
+from judge.pictures.svg import human_bytes
 
 NS = "{http://www.w3.org/2000/svg}"
 HOSTILE = "<script>alert(1)</script>&\"'"

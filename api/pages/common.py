@@ -21,7 +21,7 @@ from markupsafe import Markup
 
 from api.db.models import User
 from api.errors import Forbidden, NotFound
-from judge.pictures.placement import human_bytes
+from judge.pictures.svg import human_bytes
 from judge.submission import SUFFIXES
 
 log = logging.getLogger("memorace.api")

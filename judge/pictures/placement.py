@@ -8,12 +8,12 @@ buffer ids come from untrusted case files.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from html import escape
 
 import numpy as np
+
+from judge.pictures import svg
 
 # Tableau 10: distinguishable and calm; neighbours rarely share a colour.
 PALETTE = (
@@ -28,13 +28,10 @@ PALETTE = (
     "#9c755f",
     "#bab0ac",
 )
-MIN_PX = 0.3  # buffers below this in both dimensions are invisible: skip them
 MIN_DRAW_PX = 0.5  # drawn buffers get at least this extent so they show up
 # Margins around the plot area: left holds the byte ticks, right the labels of
 # the marked lines, top the legend, bottom the time ticks and the caption.
 LEFT, RIGHT, TOP, BOTTOM = 72, 124, 26, 50
-LABEL_GAP_PX = 12  # minimum vertical distance between marked-line labels
-UNITS = ("B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB")
 # (legend / class name, colour, dash pattern) of the marked horizontal lines.
 MARKS = {
     "capacity": ("#d62728", "6 3"),
@@ -102,16 +99,17 @@ def plan_svg(
         raise ValueError(f"{width}x{height} px leaves no room for the plot")
 
     f = _frame(lo, up, sz, off, capacity, peak, lower_bound, width, height)
-    parts = [_open(width, height), *_axes(f)]
+    parts = [svg.open_svg(width, height, "memory plan"), *_axes(f)]
     if n == 0:
-        parts.append(_text(f.left + f.pw / 2, f.top + f.ph / 2, "no buffers", anchor="middle"))
+        parts.append(svg.text(f.left + f.pw / 2, f.top + f.ph / 2, "no buffers", anchor="middle"))
     else:
         chosen, tiny = _select(f, lo, up, sz, max_rects)
         parts.append(_rects(f, chosen, lo, up, sz, off, ids))
         if chosen.size < n:
             parts.append(_caption(chosen.size, n, tiny, height))
     marks = {"capacity": capacity, "peak": peak, "lower bound": lower_bound}
-    parts += _marks(f, {k: v for k, v in marks.items() if v is not None})
+    shown = {k: v for k, v in marks.items() if v is not None}
+    parts += svg.mark_lines(shown, MARKS, f.y, f.left, f.pw)
     parts += _legend(f, peak is not None)
     parts.append("</svg>")
     return "\n".join(parts)
@@ -146,7 +144,7 @@ def _frame(
 def _select(f: _Frame, lo: Arr, up: Arr, sz: Arr, max_rects: int) -> tuple[Arr, int]:
     """Indices to draw, largest area first, and how many were too small to see."""
     span = up - lo
-    visible = np.flatnonzero((span * f.sx >= MIN_PX) | (sz * f.sy >= MIN_PX))
+    visible = np.flatnonzero((span * f.sx >= svg.MIN_PX) | (sz * f.sy >= svg.MIN_PX))
     tiny = lo.size - visible.size
     # Float area: size × lifetime can overflow int64, and only the order matters.
     area = sz[visible].astype(np.float64) * span[visible].astype(np.float64)
@@ -189,7 +187,7 @@ def _rects(
         strict=True,
     ):
         name = ids[i] if ids is not None else i
-        tip = _esc(f"{name}: bytes [{a}, {b}) time [{tl}, {tu})")
+        tip = svg.esc(f"{name}: bytes [{a}, {b}) time [{tl}, {tu})")
         out.append(
             f'<rect x="{x:.2f}" y="{y:.2f}" width="{w:.2f}" height="{h:.2f}" '
             f'fill="{PALETTE[c]}"><title>{tip}</title></rect>'
@@ -198,49 +196,18 @@ def _rects(
     return "\n".join(out)
 
 
-def _marks(f: _Frame, values: dict[str, int]) -> list[str]:
-    """Horizontal lines for capacity / peak / lower bound, labelled on the right."""
-    ys = [f.y(v) for v in values.values()]
-    label_ys = _spread(ys, LABEL_GAP_PX)
-    out = []
-    for (name, value), y, ly in zip(values.items(), ys, label_ys, strict=True):
-        colour, dash = MARKS[name]
-        dash_attr = f' stroke-dasharray="{dash}"' if dash else ""
-        out.append(
-            f'<line class="mark {name.replace(" ", "-")}" x1="{f.left:.2f}" y1="{y:.2f}" '
-            f'x2="{f.left + f.pw:.2f}" y2="{y:.2f}" stroke="{colour}" stroke-width="1.5"'
-            f"{dash_attr}><title>{_esc(f'{name}: {value} bytes')}</title></line>"
-        )
-        label = f"{name} {human_bytes(value)}"
-        out.append(_text(f.left + f.pw + 6, ly, label, fill=colour, baseline="middle"))
-    return out
-
-
-def _spread(ys: list[float], gap: float) -> list[float]:
-    """Push labels apart (downwards) so coinciding lines stay readable."""
-    out = list(ys)
-    prev = -math.inf
-    for i in sorted(range(len(ys)), key=ys.__getitem__):
-        out[i] = max(ys[i], prev + gap)
-        prev = out[i]
-    return out
-
-
 def _axes(f: _Frame) -> list[str]:
     bottom = f.top + f.ph
     out = [
         f'<rect class="frame" x="{f.left}" y="{f.top}" width="{f.pw}" height="{f.ph}" '
         'fill="#fafafa" stroke="#999"/>'
     ]
-    for value, label in _byte_ticks(f.ymax):
-        y = f.y(value)
-        out.append(_tick(f.left - 4, y, f.left, y))
-        out.append(_text(f.left - 6, y, label, anchor="end", baseline="middle"))
+    out += svg.byte_axis(f.left, f.ymax, f.y)
     for t in _time_ticks(f.t0, f.t1):
         x = f.x(t)
-        out.append(_tick(x, bottom, x, bottom + 4))
-        out.append(_text(x, bottom + 15, str(t), anchor="middle"))
-    out.append(_text(f.left + f.pw / 2, bottom + 30, "time", anchor="middle"))
+        out.append(svg.tick(x, bottom, x, bottom + 4))
+        out.append(svg.text(x, bottom + 15, str(t), anchor="middle"))
+    out.append(svg.text(f.left + f.pw / 2, bottom + 30, "time", anchor="middle"))
     mid = f.top + f.ph / 2
     out.append(
         f'<text x="14" y="{mid:.2f}" text-anchor="middle" '
@@ -256,9 +223,9 @@ def _legend(f: _Frame, with_peak: bool) -> list[str]:
     out = [
         f'<rect x="{x}" y="{y - 5:.2f}" width="14" height="10" fill="{PALETTE[0]}" '
         'stroke="#1f1f1f" stroke-width="0.4"/>',
-        _text(x + 18, y, "buffer", baseline="middle"),
+        svg.text(x + 18, y, "buffer", baseline="middle"),
     ]
-    x += 18 + _text_width("buffer") + 14
+    x += 18 + svg.text_width("buffer") + 14
     for name, (colour, dash) in MARKS.items():
         if name == "peak" and not with_peak:
             continue
@@ -267,84 +234,18 @@ def _legend(f: _Frame, with_peak: bool) -> list[str]:
             f'<line x1="{x}" y1="{y:.2f}" x2="{x + 18}" y2="{y:.2f}" stroke="{colour}" '
             f'stroke-width="1.5"{dash_attr}/>'
         )
-        out.append(_text(x + 22, y, name, baseline="middle"))
-        x += 22 + _text_width(name) + 14
+        out.append(svg.text(x + 22, y, name, baseline="middle"))
+        x += 22 + svg.text_width(name) + 14
     return out
 
 
 def _caption(shown: int, total: int, tiny: int, height: int) -> str:
     text = f"showing {shown} of {total} buffers (largest first)"
     if tiny:
-        text += f"; {tiny} below {MIN_PX} px omitted"
-    return _text(LEFT, height - 4, text, fill="#555", size=10)
-
-
-def _byte_ticks(ymax: int) -> list[tuple[int | float, str]]:
-    """Ticks at round numbers of the largest binary unit not above ymax."""
-    k = min(max(int(math.log2(ymax)) // 10, 0), len(UNITS) - 1)
-    unit = 1024**k
-    step = _nice_step(ymax / unit)
-    if k == 0:
-        step = max(step, 1)  # no fractional bytes
-    count = int(ymax / unit / step + 1e-9)
-    return [(i * step * unit, f"{round(i * step, 6):g} {UNITS[k]}") for i in range(count + 1)]
+        text += f"; {tiny} below {svg.MIN_PX} px omitted"
+    return svg.text(LEFT, height - 4, text, fill="#555", size=10)
 
 
 def _time_ticks(t0: int, t1: int) -> range:
-    step = max(1, round(_nice_step(t1 - t0)))
+    step = max(1, round(svg.nice_step(t1 - t0)))
     return range(-(-t0 // step) * step, t1 + 1, step)
-
-
-def _nice_step(span: float, target: int = 5) -> float:
-    """A 1/2/5 × 10^k step giving about `target` intervals over span."""
-    raw = span / target
-    mag = 10 ** math.floor(math.log10(raw))
-    return next(m * mag for m in (1, 2, 5, 10) if m * mag >= raw * (1 - 1e-12))
-
-
-def human_bytes(n: int) -> str:
-    """1536 -> '1.5 KiB'; exact below 1 KiB."""
-    if abs(n) < 1024:
-        return f"{n} B"
-    k = min(int(math.log2(abs(n))) // 10, len(UNITS) - 1)
-    v = n / 1024**k
-    digits = 0 if abs(v) >= 100 else 1 if abs(v) >= 10 else 2
-    return f"{v:.{digits}f}".rstrip("0").rstrip(".") + f" {UNITS[k]}"
-
-
-def _open(width: int, height: int) -> str:
-    return (
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
-        f'viewBox="0 0 {width} {height}" role="img" aria-label="memory plan" '
-        'font-family="sans-serif" font-size="11">'
-    )
-
-
-def _tick(x1: float, y1: float, x2: float, y2: float) -> str:
-    return f'<line x1="{x1:.2f}" y1="{y1:.2f}" x2="{x2:.2f}" y2="{y2:.2f}" stroke="#999"/>'
-
-
-def _text(
-    x: float,
-    y: float,
-    text: str,
-    *,
-    anchor: str = "start",
-    baseline: str = "auto",
-    fill: str = "#333",
-    size: int | None = None,
-) -> str:
-    size_attr = f' font-size="{size}"' if size else ""
-    return (
-        f'<text x="{x:.2f}" y="{y:.2f}" text-anchor="{anchor}" dominant-baseline="{baseline}" '
-        f'fill="{fill}"{size_attr}>{_esc(text)}</text>'
-    )
-
-
-def _text_width(text: str) -> float:
-    """Rough width at 11 px sans-serif; only used to space the legend."""
-    return 6.2 * len(text)
-
-
-def _esc(text: str) -> str:
-    return escape(str(text), quote=True)

@@ -6,9 +6,9 @@ host-to-device copy engines (one box per transfer). Below, on the same time
 axis: the device bytes in use (the residencies whose static window covers the
 moment, README.md "Static validity") against the capacity.
 
-Like api/plan_svg.py: a pure function, presentation attributes only (the page
+Like judge/pictures/placement.py: a pure function, presentation attributes only (the page
 embeds the string inline), every text XML-escaped, a bounded number of
-elements. Boxes narrower than MIN_PX are merged with touching neighbours of
+elements. Boxes narrower than svg.MIN_PX are merged with touching neighbours of
 their lane, or left out when still too narrow; the caption says what was.
 """
 
@@ -19,16 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from judge.pictures.placement import (
-    MIN_PX,
-    _byte_ticks,
-    _esc,
-    _nice_step,
-    _spread,
-    _text,
-    _tick,
-    human_bytes,
-)
+from judge.pictures import svg
 from judge.types.offload.case import OffloadCase
 from judge.types.offload.plan import OffloadPlan
 from judge.types.offload.verifier import Timing, lay_out, residency_name
@@ -38,7 +29,6 @@ LANE_H, LANE_GAP = 18, 6  # lane height and the space between lanes
 AXIS_H = 30  # the time ticks and their labels under the lanes
 PANEL_GAP = 10  # between the time axis of the lanes and the memory panel
 MIN_MEMORY_H = 60
-LABEL_GAP_PX = 12
 GAP_PX = 0.5  # boxes wider than 12 x this end this much early, so neighbours stay apart
 COLOURS = {
     "step": "#4e79a7",
@@ -111,7 +101,7 @@ class _Boxes:
     a: Arr
     w: Arr
     merged: int  # intervals drawn inside a box of several
-    dropped: int  # intervals in boxes still under MIN_PX
+    dropped: int  # intervals in boxes still under svg.MIN_PX
 
 
 def timeline_svg(
@@ -151,16 +141,19 @@ def timeline_svg(
         mem_h=height - BOTTOM - mem_top,
         ymax=max(case.capacity, most, 1),
     )
-    parts = [_open(width, height), *_legend(f), *_lanes(f), *_memory_axes(f)]
+    parts = [svg.open_svg(width, height, "offload plan timeline"), *_legend(f), *_lanes(f)]
+    parts += _memory_axes(f)
     if n_steps == 0:
-        parts.append(_text(f.left + f.pw / 2, f.axis_y - 20, "no steps", anchor="middle"))
+        parts.append(svg.text(f.left + f.pw / 2, f.axis_y - 20, "no steps", anchor="middle"))
     boxes = _all_boxes(f, start, end, copies, unit)
     titles = _Titles(case, plan, timing, start, end, copies)
     groups, drawn = _draw(f, boxes, *_select(boxes, max_items), titles)
     parts += groups
     if n_steps:
         parts.append(_occupancy(f, start, end, during, after))
-    parts += _marks(f, {"most in use": most, "capacity": case.capacity})
+    parts += svg.mark_lines(
+        {"most in use": most, "capacity": case.capacity}, MARKS, f.y, f.left, f.pw
+    )
     parts += _caption(case, timing, boxes, drawn, height)
     parts.append("</svg>")
     return "\n".join(parts)
@@ -184,8 +177,8 @@ def _in_use(case: OffloadCase, plan: OffloadPlan, n_steps: int) -> tuple[Arr, Ar
 
 
 def _groups(kind: str, rows: Arr, a: Arr, b: Arr, sx: float, summed: bool = False) -> _Boxes:
-    """Merge each interval under MIN_PX into its neighbours when the gap between
-    them is under MIN_PX too; an isolated one stays under MIN_PX and is dropped.
+    """Merge each interval under svg.MIN_PX into its neighbours when the gap between
+    them is under svg.MIN_PX too; an isolated one stays under svg.MIN_PX and is dropped.
 
     Intervals are sorted and disjoint (one compute stream, FIFO engines). A box
     spans its run, or (summed: stalls) is as wide as the run's total length.
@@ -194,14 +187,14 @@ def _groups(kind: str, rows: Arr, a: Arr, b: Arr, sx: float, summed: bool = Fals
     if n == 0:
         none = np.zeros(0, np.int64)
         return _Boxes(kind, rows, none, none, np.zeros(0), np.zeros(0), merged=0, dropped=0)
-    small = (b - a) * sx < MIN_PX
+    small = (b - a) * sx < svg.MIN_PX
     new = np.ones(n, bool)
-    new[1:] = (~small[1:] & ~small[:-1]) | ((a[1:] - b[:-1]) * sx >= MIN_PX)
+    new[1:] = (~small[1:] & ~small[:-1]) | ((a[1:] - b[:-1]) * sx >= svg.MIN_PX)
     first = np.flatnonzero(new)
     stop = np.append(first[1:], n)
     w = np.add.reduceat(b - a, first) if summed else np.maximum.reduceat(b, first) - a[first]
     count = stop - first
-    visible = w * sx >= MIN_PX
+    visible = w * sx >= svg.MIN_PX
     return _Boxes(
         kind,
         rows,
@@ -305,7 +298,7 @@ class _Titles:
         last = residency_name(self.case, self.plan, residencies[-1])
         return (
             f"{len(rows)} {what}s ({name} … {last}), {nbytes} bytes "
-            f"({human_bytes(nbytes)}), {_us(a)}–{_us(z)} µs"
+            f"({svg.human_bytes(nbytes)}), {_us(a)}–{_us(z)} µs"
         )
 
 
@@ -324,7 +317,7 @@ def _draw(
         y = f.lane_y(LANE_OF[b.kind])
         rect = (
             f'<rect x="{x:.2f}" y="{y}" width="{w:.2f}" height="{LANE_H}">'
-            f"<title>{_esc(titles(b, i))}</title></rect>"
+            f"<title>{svg.esc(titles(b, i))}</title></rect>"
         )
         used += len(rect.encode())
         if used > BOX_BYTES:
@@ -363,7 +356,7 @@ def _occupancy(f: _Frame, start: Arr, end: Arr, during: Arr, after: Arr) -> str:
     tip = "device bytes in use: during each step, and after it while the next one stalls"
     return (
         f'<path class="in-use" d="{"".join(d)}" fill="{COLOURS["in use"]}" fill-opacity="0.55" '
-        f'stroke="{COLOURS["in use line"]}" stroke-width="0.8"><title>{_esc(tip)}</title></path>'
+        f'stroke="{COLOURS["in use line"]}" stroke-width="0.8"><title>{svg.esc(tip)}</title></path>'
     )
 
 
@@ -375,7 +368,7 @@ def _lanes(f: _Frame) -> list[str]:
             f'<rect class="lane" x="{f.left}" y="{y}" width="{f.pw}" height="{LANE_H}" '
             'fill="#fafafa" stroke="#999"/>'
         )
-        out.append(_text(f.left - 6, y + LANE_H / 2, label, anchor="end", baseline="middle"))
+        out.append(svg.text(f.left - 6, y + LANE_H / 2, label, anchor="end", baseline="middle"))
     out += _time_axis(f, f.axis_y)
     return out
 
@@ -386,10 +379,7 @@ def _memory_axes(f: _Frame) -> list[str]:
         f'<rect class="frame" x="{f.left}" y="{f.mem_top:.2f}" width="{f.pw}" '
         f'height="{f.mem_h:.2f}" fill="#fafafa" stroke="#999"/>'
     ]
-    for value, label in _byte_ticks(f.ymax):
-        y = f.y(value)
-        out.append(_tick(f.left - 4, y, f.left, y))
-        out.append(_text(f.left - 6, y, label, anchor="end", baseline="middle"))
+    out += svg.byte_axis(f.left, f.ymax, f.y)
     out += _time_axis(f, bottom)
     mid = f.mem_top + f.mem_h / 2
     out.append(
@@ -400,32 +390,14 @@ def _memory_axes(f: _Frame) -> list[str]:
 
 
 def _time_axis(f: _Frame, y: float) -> list[str]:
-    step = _nice_step(f.t1)
+    step = svg.nice_step(f.t1)
     digits = max(0, -math.floor(math.log10(step)))
     out = []
     for k in range(int(f.t1 / step + 1e-9) + 1):
         x = f.x(k * step)
-        out.append(_tick(x, y, x, y + 4))
-        out.append(_text(x, y + 15, f"{k * step:.{digits}f}", anchor="middle"))
-    out.append(_text(f.left + f.pw + 6, y + 15, "µs", fill="#555"))
-    return out
-
-
-def _marks(f: _Frame, values: dict[str, int]) -> list[str]:
-    ys = [float(f.y(v)) for v in values.values()]
-    out = []
-    for (name, value), y, ly in zip(values.items(), ys, _spread(ys, LABEL_GAP_PX), strict=True):
-        colour, dash = MARKS[name]
-        dash_attr = f' stroke-dasharray="{dash}"' if dash else ""
-        out.append(
-            f'<line class="mark {name.replace(" ", "-")}" x1="{f.left}" y1="{y:.2f}" '
-            f'x2="{f.left + f.pw}" y2="{y:.2f}" stroke="{colour}" stroke-width="1.5"'
-            f"{dash_attr}><title>{_esc(f'{name}: {value} bytes')}</title></line>"
-        )
-        out.append(
-            _text(f.left + f.pw + 6, ly, f"{name} {human_bytes(value)}", fill=colour,
-                  baseline="middle")
-        )  # fmt: skip
+        out.append(svg.tick(x, y, x, y + 4))
+        out.append(svg.text(x, y + 15, f"{k * step:.{digits}f}", anchor="middle"))
+    out.append(svg.text(f.left + f.pw + 6, y + 15, "µs", fill="#555"))
     return out
 
 
@@ -436,14 +408,14 @@ def _legend(f: _Frame) -> list[str]:
         out.append(
             f'<rect x="{x:.2f}" y="{y - 5:.2f}" width="14" height="10" fill="{COLOURS[key]}"/>'
         )
-        out.append(_text(x + 18, y, label, baseline="middle"))
-        x += 18 + 6.2 * len(label) + 12
+        out.append(svg.text(x + 18, y, label, baseline="middle"))
+        x += 18 + svg.text_width(label) + 12
     colour, dash = MARKS["capacity"]
     out.append(
         f'<line x1="{x:.2f}" y1="{y:.2f}" x2="{x + 18:.2f}" y2="{y:.2f}" stroke="{colour}" '
         f'stroke-width="1.5" stroke-dasharray="{dash}"/>'
     )
-    out.append(_text(x + 22, y, "capacity", baseline="middle"))
+    out.append(svg.text(x + 22, y, "capacity", baseline="middle"))
     return out
 
 
@@ -462,21 +434,21 @@ def _caption(
         f"makespan {_us(makespan)} µs · compute {compute} µs · stalled {_us(stalled)} µs "
         f"({_count(sum(1 for s in stalls if s), 'stall')}) · score {score:.4f}"
     )
-    out = [_text(LEFT, height - 22, summary, fill="#333")]
+    out = [svg.text(LEFT, height - 22, summary, fill="#333")]
     notes = []
     merged = sum(b.merged for b in boxes)
     dropped = sum(b.dropped for b in boxes)
     candidates = sum(b.first.size for b in boxes)
     if merged:
         notes.append(
-            f"{merged} steps, stalls or copies drawn as merged boxes (pieces under {MIN_PX} px)"
+            f"{merged} steps, stalls or copies drawn as merged boxes (pieces under {svg.MIN_PX} px)"
         )
     if dropped:
-        notes.append(f"{dropped} under {MIN_PX} px left out")
+        notes.append(f"{dropped} under {svg.MIN_PX} px left out")
     if drawn < candidates:
         notes.append(f"truncated: showing {drawn} of {candidates} boxes (stalls, then widest)")
     if notes:
-        out.append(_text(LEFT, height - 6, "; ".join(notes), fill="#555", size=10))
+        out.append(svg.text(LEFT, height - 6, "; ".join(notes), fill="#555", size=10))
     return out
 
 
@@ -488,11 +460,3 @@ def _us(value: float) -> str:
     """µs with at most 3 decimals: 44, 12.5, 0.001."""
     text = f"{float(value):.3f}".rstrip("0").rstrip(".")
     return "0" if text == "-0" else text
-
-
-def _open(width: int, height: int) -> str:
-    return (
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
-        f'viewBox="0 0 {width} {height}" role="img" aria-label="offload plan timeline" '
-        'font-family="sans-serif" font-size="11">'
-    )
