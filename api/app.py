@@ -14,9 +14,11 @@ from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, generate_latest
 from sqlalchemy import text
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.middleware.sessions import SessionMiddleware
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from api import logs, queue
 from api.db.session import get_engine, migrate
+from api.docs import add_docs
 from api.errors import ServiceError
 from api.metrics import DatabaseCollector
 from api.settings import Settings, get_settings
@@ -48,8 +50,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         title="MemoRace",
         version="1",
         description="Judge and scoring service for memory-planning contests",
+        docs_url=None,  # add_docs serves /docs from the package (no CDN)
+        redoc_url=None,
     )
     app.state.settings = settings
+    app.add_middleware(HeadAsGet)  # innermost: the access log still says HEAD
     app.add_middleware(
         SessionMiddleware,
         secret_key=secret_key(settings),
@@ -65,10 +70,36 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(routes_admin.router)
     app.include_router(pages.router)
     _ops(app, settings)
+    add_docs(app)
     if _collector is None:
         _collector = DatabaseCollector()
         REGISTRY.register(_collector)
     return app
+
+
+class HeadAsGet:
+    """HEAD answers as GET does, without the body: FastAPI routes declare GET only, so
+    `HEAD /` was 405. A stream (events) ends at once: its body is never sent."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["method"] != "HEAD":
+            await self.app(scope, receive, send)
+            return
+        ended = False
+
+        async def headers_only(message: Message) -> None:
+            nonlocal ended
+            if message["type"] == "http.response.body":
+                if ended:
+                    return
+                ended = True
+                message = {"type": "http.response.body", "body": b"", "more_body": False}
+            await send(message)
+
+        await self.app({**scope, "method": "GET"}, receive, headers_only)
 
 
 def _errors(app: FastAPI) -> None:

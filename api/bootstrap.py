@@ -1,6 +1,6 @@
 """Set up a service: schema, the shipped problems, an organizer account and token.
 
-python -m api.bootstrap [--admin NAME] [--problems DIR ...] [--token-file PATH]
+python -m api.bootstrap [--admin NAME] [--problems DIR ...] [--token-file PATH] [--new-token]
 """
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from pathlib import Path
 from sqlalchemy import select
 
 from api import admin, problems
-from api.auth import new_token
-from api.db.models import User
+from api.auth import new_token, token_hash
+from api.db.models import ApiToken, User, aware, utcnow
 from api.db.session import migrate, session_scope
 from api.settings import ROOT, Settings, get_settings
 
@@ -43,23 +43,62 @@ def bootstrap(
         return new_token(db, user, "bootstrap")
 
 
+def fresh_token(settings: Settings, admin_name: str) -> str:
+    """Another token for an existing organizer (the first one was lost or revoked)."""
+    with session_scope(settings.database_url) as db:
+        user = db.scalar(select(User).where(User.username == admin_name))
+        if user is None or not user.is_admin:
+            raise SystemExit(f"no organizer named '{admin_name}'")
+        return new_token(db, user, "bootstrap --new-token")
+
+
+def saved_token(settings: Settings, admin_name: str, path: Path | None) -> str | None:
+    """The token kept in `path` when it still lets `admin_name` in (not revoked or
+    expired), else None."""
+    if path is None or not path.is_file():
+        return None
+    token = path.read_text().strip()
+    with session_scope(settings.database_url) as db:
+        row = db.scalar(select(ApiToken).where(ApiToken.token_hash == token_hash(token)))
+        valid = (
+            row is not None
+            and row.user.username == admin_name
+            and not row.revoked
+            and (row.expires_at is None or aware(row.expires_at) > utcnow())
+        )
+    return token if valid else None
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--admin", default="admin")
     parser.add_argument("--problems", nargs="*", type=Path, default=None)
     parser.add_argument("--token-file", type=Path, default=None)
+    parser.add_argument(
+        "--new-token", action="store_true", help="issue a new token for an existing organizer"
+    )
     args = parser.parse_args()
     settings = get_settings()
     token = bootstrap(
         settings, args.admin, args.problems if args.problems is not None else shipped_problems()
     )
+    kept = f" (kept in {args.token_file})" if args.token_file else ""
+    if not token and args.new_token:
+        token = fresh_token(settings, args.admin)
     if token:
-        print(f"organizer '{args.admin}' created; API token (shown once): {token}")
         if args.token_file:
             args.token_file.write_text(token + "\n")
             args.token_file.chmod(0o600)
-    else:
-        print(f"organizer '{args.admin}' exists already (make a new token with the admin API)")
+        made = "new token" if args.new_token else "created"
+        print(f"organizer '{args.admin}' {made}; API token{kept}: {token}")
+    elif token := saved_token(settings, args.admin, args.token_file):
+        print(f"organizer '{args.admin}'; API token{kept}: {token}")
+    else:  # a restart without the file (or with a revoked token): one line, no token
+        into = f" --token-file {args.token_file}" if args.token_file else ""
+        print(
+            f"organizer '{args.admin}' exists; its token was shown when it was made "
+            f"(a new one: .venv/bin/python -m api.bootstrap --new-token{into})"
+        )
 
 
 if __name__ == "__main__":

@@ -111,6 +111,15 @@ def leaderboard_page(slug: str, request: Request, db: DB, viewer: Viewer) -> Res
     )
 
 
+@router.get("/leaderboard")
+def all_leaderboards(request: Request, db: DB, viewer: Viewer) -> Response:
+    """Every problem's board on one page (the top rows; each links to its full board)."""
+    versions = problems.all_current(db)
+    boards = [(v, leaderboard(db, v.problem.slug, viewer)) for v in versions]
+    own_team = viewer.team.name if viewer and viewer.team else None
+    return render(request, "leaderboards.html", viewer, boards=boards, top=10, own_team=own_team)
+
+
 # --- submitting ---------------------------------------------------------------------------
 
 
