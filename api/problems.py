@@ -166,6 +166,13 @@ def set_case_weight(
     case = next((c for c in version.cases if c.name == case_name), None)
     if case is None:
         raise NotFound(f"no case '{case_name}' in '{slug}'")
+    rest = sum(c.weight for c in version.cases if c.split == case.split and c is not case)
+    if not rest + weight > 0:
+        raise ServiceError(
+            f"the {case.split} cases of '{slug}' would weigh 0 in all: at least one of them "
+            "must keep a weight above 0 (a score is a weighted mean)",
+            422,
+        )
     old, case.weight = case.weight, weight
     record(db, actor, "set_weight", f"{slug}/{case_name}", {"from": old, "to": weight})
     return case

@@ -86,7 +86,12 @@ async def import_problem(
 @router.patch("/problems/{slug}/cases/{case}")
 def set_weight(slug: str, case: str, body: WeightIn, user: Admin, db: DB) -> dict[str, Any]:
     row = problems.set_case_weight(db, slug, case, body.weight, user)
-    return {"case": row.name, "weight": row.weight}
+    return {
+        "case": row.name,
+        "weight": row.weight,
+        "rescore_needed": True,
+        "message": f"rescore '{slug}' to apply the new weight to judged submissions",
+    }
 
 
 @router.post("/teams", status_code=201)

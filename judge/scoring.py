@@ -36,12 +36,18 @@ def problem_score(results: Iterable[CaseResult], split: str) -> float | None:
 
     Non-OK cases score 0. Terms are summed in case-name order with fsum so the
     same results always give the same score, whatever order they arrived in.
+    A split whose weights add up to 0 (the service refuses to make one, but older
+    data may hold one) is scored as if every case weighed 1: never a division by 0.
     """
     chosen = sorted((r for r in results if r.split == split), key=lambda r: r.case)
     if not chosen:
         return None
-    total = math.fsum(r.weight for r in chosen)
-    earned = math.fsum(r.weight * (r.score if r.verdict == Verdict.OK else 0.0) for r in chosen)
+    weights = [r.weight for r in chosen]
+    total = math.fsum(weights)
+    if not total > 0:
+        weights, total = [1.0] * len(chosen), float(len(chosen))
+    scores = [r.score if r.verdict == Verdict.OK else 0.0 for r in chosen]
+    earned = math.fsum(w * s for w, s in zip(weights, scores, strict=True))
     return round(100.0 * earned / total, 6)
 
 

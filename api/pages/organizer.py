@@ -215,17 +215,27 @@ async def admin_weights(slug: str, request: Request, user: Admin, db: DB) -> Res
 
 
 def _set_weights(db: Session, user: User, slug: str, fields: dict[str, str]) -> int:
-    current = {c.name: c.weight for c in problems.current_version(db, slug).cases}
-    changed = 0
+    cases = problems.current_version(db, slug).cases
+    current = {c.name: c.weight for c in cases}
+    wanted: dict[str, float] = {}
     for name, text in fields.items():
         try:
             weight = float(text)
         except ValueError:
             raise ServiceError(f"case {name}: '{text}' is not a number") from None
+        if not 0 <= weight <= 1e6:
+            raise ServiceError(f"case {name}: a case weight is a number from 0 to 1e6")
         if name in current and weight != current[name]:
-            problems.set_case_weight(db, slug, name, weight, user)
-            changed += 1
-    return changed
+            wanted[name] = weight
+    for split in {c.split for c in cases}:
+        if not sum(wanted.get(c.name, c.weight) for c in cases if c.split == split) > 0:
+            raise ServiceError(
+                f"the {split} cases would weigh 0 in all: keep at least one above 0", 422
+            )
+    # Raises before cuts, so that no step on the way leaves a split without weight.
+    for name, weight in sorted(wanted.items(), key=lambda item: -item[1]):
+        problems.set_case_weight(db, slug, name, weight, user)
+    return len(wanted)
 
 
 # --- admin: teams, users, tokens ----------------------------------------------------------
