@@ -14,7 +14,7 @@ from api.audit import record
 from api.db.models import Case, Problem, ProblemVersion, User
 from api.errors import NotFound, ServiceError
 from api.settings import Settings
-from judge.archive import unpack_tar, unpack_zip
+from judge.archive import find_root, unpack_tar, unpack_zip
 from judge.errors import InputError
 from judge.package import Problem as Package
 from judge.package import load_cases, load_problem
@@ -85,12 +85,10 @@ def import_upload(
 
 
 def _package_root(dest: Path) -> Path:
-    if (dest / "problem.toml").exists():
-        return dest
-    top = [p for p in dest.iterdir() if p.is_dir()]
-    if len(top) == 1 and (top[0] / "problem.toml").exists():
-        return top[0]
-    raise ServiceError("problem.toml not found at the top of the archive (or its single folder)")
+    root = find_root(dest, "problem.toml")
+    if root is None:
+        raise ServiceError("problem.toml not found at the top of the archive or its single folder")
+    return root
 
 
 def _load(root: Path) -> Package:

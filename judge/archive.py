@@ -36,6 +36,18 @@ TOP_LEVEL_JUNK = frozenset({"__MACOSX", ".DS_Store"})
 LAYOUT_ERRNOS = frozenset({errno.EEXIST, errno.ENOTDIR, errno.EISDIR, errno.ENAMETOOLONG})
 
 
+def find_root(folder: Path, marker: str) -> Path | None:
+    """Where an unpacked upload keeps `marker` (memorace.toml, problem.toml): `folder`
+    itself, or its single top-level folder, ignoring macOS junk (`TOP_LEVEL_JUNK`);
+    None when neither holds it. The one rule for submissions and problem packages."""
+    if (folder / marker).exists():
+        return folder
+    top = [p for p in folder.iterdir() if p.name not in TOP_LEVEL_JUNK]
+    if len(top) == 1 and top[0].is_dir() and (top[0] / marker).exists():
+        return top[0]
+    return None
+
+
 class _Readable(Protocol):
     def read(self, size: int = -1, /) -> bytes: ...
 

@@ -53,6 +53,10 @@ def import_minimalloc(
     target = Path(dest_root) / slug
     if target.exists():
         raise PackageError("already exists; choose another --slug or remove it", target)
+    try:
+        Path(dest_root).mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise PackageError(f"cannot create the folder: {exc.strerror}", dest_root) from None
     with tempfile.TemporaryDirectory(dir=dest_root, prefix=f".{slug}-") as tmp:
         staging = Path(tmp) / slug
         cases = [_stage_case(f, staging, capacity, hidden) for f in files]

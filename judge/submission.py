@@ -12,7 +12,7 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
-from judge.archive import TOP_LEVEL_JUNK, unpack_tar, unpack_zip
+from judge.archive import find_root, unpack_tar, unpack_zip
 from judge.errors import SubmissionError
 
 CXX_FLAGS = ("-O2", "-std=c++20")  # pinned: every C++ upload is built the same way
@@ -133,11 +133,9 @@ def _discard(dest: Path, created: bool) -> None:
 
 def _find_root(source: Path, dest: Path) -> Path:
     """`dest` when it holds memorace.toml, else its single top-level folder when that does."""
-    if (dest / MANIFEST).exists():
-        return dest
-    top = [p for p in dest.iterdir() if p.name not in TOP_LEVEL_JUNK]
-    if len(top) == 1 and top[0].is_dir() and (top[0] / MANIFEST).exists():
-        return top[0]
+    root = find_root(dest, MANIFEST)
+    if root is not None:
+        return root
     raise SubmissionError(
         f"{MANIFEST} not found: put it at the top level of the archive "
         "(or inside its single top-level folder)",

@@ -8,7 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from judge.archive import find_root
 from judge.errors import PackageError
+from judge.importer import import_minimalloc
 from judge.package import load_cases, load_problem
 
 GOOD_TOML = """\
@@ -162,3 +164,36 @@ def test_cli_reports_a_bad_package_without_traceback(tmp_path):
     assert proc.returncode == 2
     assert "version must be >= 1" in proc.stderr
     assert "Traceback" not in proc.stderr + proc.stdout
+
+
+# --- where an unpacked package keeps problem.toml -----------------------------------------
+
+
+def test_package_root_ignores_macos_junk_like_submissions_do(tmp_path):
+    """api.problems._package_root and judge.submission._find_root share one rule
+    (judge.archive.find_root): the single top-level folder, junk left aside."""
+    from api.errors import ServiceError
+    from api.problems import _package_root
+
+    make_package(tmp_path)
+    (tmp_path / "__MACOSX" / "tiny").mkdir(parents=True)
+    (tmp_path / "__MACOSX" / "tiny" / "._problem.toml").write_text("junk")
+    (tmp_path / ".DS_Store").write_text("junk")
+    assert find_root(tmp_path, "problem.toml") == tmp_path / "tiny"
+    assert _package_root(tmp_path) == tmp_path / "tiny"
+    (tmp_path / "other").mkdir()  # two real folders: no single root
+    assert find_root(tmp_path, "problem.toml") is None
+    with pytest.raises(ServiceError, match=r"problem\.toml not found"):
+        _package_root(tmp_path)
+    assert find_root(tmp_path / "tiny", "problem.toml") == tmp_path / "tiny"
+
+
+def test_import_minimalloc_creates_a_missing_destination(tmp_path):
+    source = tmp_path / "cases"
+    source.mkdir()
+    (source / "input.16.csv").write_text(CASE)
+    problem = import_minimalloc(source, tmp_path / "new" / "sub", "mm")
+    assert problem.root == tmp_path / "new" / "sub" / "mm" and len(problem.cases) == 1
+    (tmp_path / "file").write_text("")
+    with pytest.raises(PackageError, match="cannot create the folder"):
+        import_minimalloc(source, tmp_path / "file" / "sub", "mm")

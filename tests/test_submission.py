@@ -400,3 +400,9 @@ def test_zip_name_not_utf8_is_refused(tmp_path):
 def test_file_where_a_folder_is_needed(tmp_path):
     source = make_zip(tmp_path / "sub.zip", {"memorace.toml": MANIFEST, "a": "x", "a/b": "y"})
     refused(source, tmp_path / "out", "cannot unpack a/b")
+
+
+def test_single_top_level_folder_with_ds_store_junk(tmp_path):
+    files = {"team/memorace.toml": MANIFEST, ".DS_Store": "junk", "__MACOSX/._team": "junk"}
+    sub = prepare_submission(make_zip(tmp_path / "sub.zip", files), tmp_path / "out")
+    assert sub.root == tmp_path / "out" / "team"
