@@ -2,7 +2,7 @@
 VENV ?= .venv
 PY := $(VENV)/bin/python
 
-.PHONY: setup run baselines test lint bench
+.PHONY: setup prepare run baselines test lint bench
 
 $(VENV)/.installed: pyproject.toml
 	python3 -m venv $(VENV)
@@ -13,16 +13,25 @@ $(VENV)/.installed: pyproject.toml
 setup: $(VENV)/.installed
 
 # The main job: the whole service on this machine (SQLite, embedded broker, one
-# worker, the shipped problems); prints the organizer token. See scripts/serve.
-run: setup
-	scripts/serve
+# worker, the shipped problems); prints the organizer token. scripts/prepare brings
+# what the sandbox needs (root) or says what is missing and which sandbox serves.
+run:
+	@sandbox=$$(scripts/prepare run) && $(MAKE) --no-print-directory setup && \
+	    MEMORACE_SANDBOX=$${MEMORACE_SANDBOX:-$$sandbox} scripts/serve
 
 # Every reference planner over every shipped problem, scored (10 s per case, so that
 # it ends in a few minutes; the problems allow 30 s).
 baselines: setup
 	$(VENV)/bin/memorace baselines --time-limit 10
 
-test: setup
+prepare:
+	scripts/prepare test
+
+# Everything CI does (.ci/run is this target): system packages and services
+# (scripts/prepare test; as root it installs and starts them, else it lists what
+# is missing), the sandbox images, lint, every test.
+test: prepare
+	@$(MAKE) --no-print-directory setup
 	$(VENV)/bin/ruff check .
 	$(PY) -m pytest
 

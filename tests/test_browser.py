@@ -4,7 +4,7 @@ sandbox over the embedded broker. A contestant logs in through the form, submits
 planner through the form, watches the page update live until it is judged, opens the
 plan picture; the screenshot goes to tests/artifacts/browser-submission.png.
 
-Needs /usr/bin/chromium (scripts/ci-browser installs it): skipped without it, except in
+Needs /usr/bin/chromium (scripts/prepare test installs it): skipped without it, except in
 CI (CI=true), where it fails instead. Playwright's own browser downloads are never used.
 """
 
@@ -30,7 +30,7 @@ JUDGING_TIMEOUT_MS = 180_000
 def need_browser() -> None:
     why = ""
     if not CHROMIUM.exists():
-        why = f"{CHROMIUM} is missing (scripts/ci-browser installs Debian's chromium)"
+        why = f"{CHROMIUM} is missing (scripts/prepare test installs Debian's chromium)"
     else:
         try:
             import playwright.sync_api  # noqa: F401
