@@ -135,11 +135,18 @@ HOSTILE = {
 }
 
 
+# A planner expected to end some other way than TIME_LIMIT gets ample time, so that a
+# loaded machine (a memory bomb took 2 s to reach its limit once in CI) cannot turn its
+# verdict into TIME_LIMIT; a planner expected to run out of time keeps a short limit.
+AMPLE_LIMIT_S = 30.0
+
+
 @pytest.mark.parametrize("sandbox", SANDBOXES)
 @pytest.mark.parametrize("name", sorted(HOSTILE))
 def test_hostile_planner(problem, tmp_path, sandbox, name):
     body, verdicts = HOSTILE[name]
-    result = judge_source(problem, tmp_path, body, sandbox)
+    limit = 2.0 if Verdict.TIME_LIMIT in verdicts else AMPLE_LIMIT_S
+    result = judge_source(problem, tmp_path, body, sandbox, limit)
     assert result.verdict in verdicts, (result.verdict, result.message, result.log[-300:])
     assert result.score == 0.0 or result.verdict == Verdict.OK
     assert_healthy(problem, tmp_path, sandbox)
@@ -262,6 +269,7 @@ def test_container_spec_locks_the_planner_down(tmp_path):
             "/tmp": "rw,exec,nosuid,nodev,size=67108864,mode=1777",
             "/out": "rw,noexec,nosuid,nodev,size=67108864,mode=1777",
             "/work": "rw,exec,nosuid,nodev,size=512m,uid=10001,gid=10001,mode=0755",
+            "/built": "rw,noexec,nosuid,nodev,size=512m,mode=0755",  # root's: cases restore it
         },
         "volumes": {
             str(tmp_path / "case"): {"bind": "/case", "mode": "ro"},
@@ -304,10 +312,9 @@ DOCKER = [p for p in SANDBOXES if p.id == "docker"]
 # The first case attacks the in-container supervisor (its parent); later cases behave.
 ATTACK_SUPERVISOR = (
     """
-    import signal
-    marker = '/work/attacked'
-    if not os.path.exists(marker):
-        open(marker, 'w').close()
+    import json, signal
+    case = json.load(open(os.path.join(os.environ['MEMORACE_CASE_DIR'], 'case.json')))
+    if case['name'] == 'one':
         parent = os.getppid()
         for probe in [f'/proc/{parent}/mem', f'/proc/{parent}/fd/0', f'/proc/{parent}/environ']:
             try:

@@ -6,7 +6,11 @@ request line from the judge, so a case costs no engine round trip. It only
 uses the standard library: the runner image is any Python 3.
 
 Protocol (stdin / stdout of the exec):
-  request  one JSON line {"cmd": [...], "wall_s": float}
+  request  one JSON line {"cmd": [...], "wall_s": float, "fresh": bool}; with "fresh"
+           the run starts from the state right after the build: every place the
+           planner user can write (/tmp, /out, /dev/shm, /dev/mqueue, SysV IPC) is
+           emptied and /work is restored from /built, the root-owned copy of /work
+           that the judge made after the build (the planner cannot change it)
   response b"MEMORACE " + JSON header line, then `tail_len` bytes of log tail,
            then `tar_len` bytes: a tar of the regular files at the top of /out
 
@@ -22,6 +26,7 @@ import io
 import json
 import os
 import select
+import shutil
 import signal
 import stat
 import subprocess
@@ -31,6 +36,9 @@ import time
 
 LOG = "/tmp/.memorace.log"
 OUT = "/out"
+WORK, BUILT = "/work", "/built"
+SCRATCH = ("/tmp", OUT, "/dev/shm", "/dev/mqueue")  # emptied before each fresh run
+IPC_RMID = 0
 PR_SET_DUMPABLE = 4
 LIBC = ctypes.CDLL(None)
 OOM_FILES = ("/sys/fs/cgroup/memory/memory.oom_control", "/sys/fs/cgroup/memory.events")
@@ -133,18 +141,74 @@ def out_tar(output_limit: int) -> tuple:
     return big, buf.getvalue()
 
 
-def wipe() -> None:
-    subprocess.run(
-        [
-            "sh",
-            "-c",
-            "chmod -R u+rwx /out /tmp 2>/dev/null; "
-            "rm -rf /out/* /out/.[!.]* /tmp/* /tmp/.[!.]* 2>/dev/null; true",
-        ],
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+def clear(top: str) -> None:
+    """Empty `top`. Everything in it belongs to the planner user (it is the only one that
+    writes there) and none of its processes is left, so nothing can resist or race."""
+    try:
+        _clear(top)
+    except Exception:  # a path too deep or too long for the fast way
+        script = 'chmod -R u+rwx -- "$0"; rm -rf -- "$0"/* "$0"/.[!.]* "$0"/..?*'
+        subprocess.run(
+            ["sh", "-c", script + " 2>/dev/null; true", top],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+
+
+def _clear(top: str) -> None:
+    todo, dirs = [top], []
+    while todo:  # no recursion: a planner may nest folders deeper than Python's stack
+        folder = todo.pop()
+        if folder != top:
+            os.chmod(folder, 0o700)  # its owner may have taken its own access away
+        with os.scandir(folder) as entries:
+            for entry in entries:
+                if entry.is_dir(follow_symlinks=False):
+                    todo.append(entry.path)
+                    dirs.append(entry.path)
+                else:
+                    os.unlink(entry.path)
+    for folder in reversed(dirs):  # a folder is listed after its parent
+        os.rmdir(folder)
+
+
+def remove_ipc() -> None:
+    """SysV shared memory, semaphores and message queues outlive processes: remove them."""
+    for kind, remove in (
+        ("shm", lambda i: LIBC.shmctl(i, IPC_RMID, None)),
+        ("sem", lambda i: LIBC.semctl(i, 0, IPC_RMID)),
+        ("msg", lambda i: LIBC.msgctl(i, IPC_RMID, None)),
+    ):
+        with contextlib.suppress(OSError), open(f"/proc/sysvipc/{kind}") as f:
+            for line in list(f)[1:]:
+                remove(int(line.split()[1]))
+
+
+def restore_work() -> None:
+    """/work as the build left it: emptied, then copied from the judge's /built."""
+    os.chmod(WORK, 0o755)
+    clear(WORK)
+    try:
+        shutil.copytree(BUILT, WORK, symlinks=True, dirs_exist_ok=True)
+    except Exception:  # a fifo or a tree too deep for copytree: cp copies any of them
+        subprocess.run(
+            ["cp", "-R", "--preserve=mode,timestamps,links", BUILT + "/.", WORK + "/"],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            check=True,
+        )
+
+
+def fresh_start() -> None:
+    kill_all()  # e.g. what a replaced agent's planner left
+    for top in SCRATCH:
+        if os.path.isdir(top):
+            clear(top)
+    remove_ipc()
+    if os.path.isdir(BUILT):
+        restore_work()
 
 
 def serve(output_limit: int, tail_bytes: int) -> None:
@@ -152,10 +216,11 @@ def serve(output_limit: int, tail_bytes: int) -> None:
     out = sys.stdout.buffer
     for line in sys.stdin.buffer:
         request = json.loads(line)
+        if request.get("fresh"):
+            fresh_start()
         header = run(request["cmd"], float(request["wall_s"]), output_limit)
         log_size, tail = log_tail(tail_bytes)
         big, tar = out_tar(output_limit)
-        wipe()
         header.update(
             oom=oom_kills(), log_size=log_size, big=big, tail_len=len(tail), tar_len=len(tar)
         )

@@ -1,9 +1,12 @@
 """The `docker` sandbox: one locked-down container per submission per judging.
 
 The container (no network, read-only root, all capabilities dropped,
-no-new-privileges, memory/pids/CPU limits, size-capped tmpfs for /tmp, /out
-and /work) idles as root while each build and case runs in it through
-`docker exec` as the unprivileged `planner` user. One exec per judging starts
+no-new-privileges, memory/pids/CPU limits, size-capped tmpfs for /tmp, /out,
+/work and /built) idles as root while each build and case runs in it through
+`docker exec` as the unprivileged `planner` user. After the build, root copies
+/work to /built, where the planner user cannot write, and every case starts
+from it: the supervisor empties every place that user can write and restores
+/work from /built first, so nothing one case leaves reaches the next. One exec per judging starts
 the supervisor (`agent.py`) that runs every build and case on request, so a
 case costs no engine round trip; it enforces the wall limit, then kills every
 process of the planner user (which cannot reach the idle root process). The
@@ -36,6 +39,7 @@ TMPFS = {
     "/tmp": f"rw,exec,nosuid,nodev,size={OUTPUT_LIMIT_BYTES},mode=1777",
     "/out": f"rw,noexec,nosuid,nodev,size={OUTPUT_LIMIT_BYTES},mode=1777",
     "/work": "rw,exec,nosuid,nodev,size=512m,uid=10001,gid=10001,mode=0755",
+    "/built": "rw,noexec,nosuid,nodev,size=512m,mode=0755",  # root's copy of /work after the build
 }
 LABEL = "memorace.sandbox"
 OWNER_LABEL = "memorace.owner"  # host:pid of the judge process that made it
@@ -151,6 +155,7 @@ class DockerSandbox:
 AGENT_SOURCE = (Path(__file__).parent / "agent.py").read_text()
 AGENT_GRACE_S = 5.0  # beyond the wall limit, before the agent counts as lost
 HELLO = {"cmd": ["true"], "wall_s": 10}
+SEAL_TIMEOUT_S = 60.0
 
 
 class AgentLost(Exception):
@@ -175,10 +180,13 @@ class Agent:
         self.sock = getattr(self.io, "_sock", self.io)  # the raw socket, for timeouts
         self.buffer = bytearray()  # demultiplexed stdout not yet consumed
 
-    def call(self, cmd: list[str], wall_s: float) -> tuple[dict[str, Any], bytes, bytes]:
+    def call(
+        self, cmd: list[str], wall_s: float, fresh: bool = False
+    ) -> tuple[dict[str, Any], bytes, bytes]:
         deadline = time.monotonic() + wall_s + AGENT_GRACE_S
+        request = {"cmd": cmd, "wall_s": wall_s, "fresh": fresh}
         try:
-            self.sock.sendall(json.dumps({"cmd": cmd, "wall_s": wall_s}).encode() + b"\n")
+            self.sock.sendall(json.dumps(request).encode() + b"\n")
             line = self._read_line(deadline)
             if not line.startswith(b"MEMORACE "):
                 raise AgentLost(f"unexpected answer {line[:80]!r}")
@@ -241,6 +249,7 @@ class DockerSession:
         self.case_dir, self.out_dir = host / "case", host / "out"
         self.oom_kills = 0
         self.agent: Agent | None = None
+        self.sealed = False
 
     def prepare(self) -> None:
         code, out = self.container.exec_run(
@@ -255,12 +264,33 @@ class DockerSession:
             self.agent.close()
 
     def build(self, timeout_s: float) -> RunOutcome | None:
-        return self._run(self.build_cmd, timeout_s) if self.build_cmd else None
+        built = self._run(self.build_cmd, timeout_s) if self.build_cmd else None
+        if built is not None and (built.timed_out or built.exit_code != 0):
+            return built
+        why = self._seal()
+        if why:
+            return RunOutcome(1, built.time_s if built else 0.0, log=why)
+        return built
 
     def run_case(self, time_limit_s: float) -> RunOutcome:
+        if not self.sealed and (why := self._seal()):
+            raise SandboxError(why)
         for entry in self.out_dir.iterdir():
             entry.unlink()
-        return self._run(self.run_cmd, time_limit_s)
+        return self._run(self.run_cmd, time_limit_s, fresh=True)
+
+    def _seal(self) -> str:
+        """Keep /work as the build left it in /built, owned by root ('' or why not)."""
+        readable = self._run(["chmod", "-R", "a+rX,go-w,ug-s", "/work"], SEAL_TIMEOUT_S)
+        if readable.timed_out or readable.exit_code != 0:
+            return f"the build's output cannot be kept for the cases: {readable.log}"
+        code, out = self.container.exec_run(
+            ["cp", "-R", "--preserve=mode,timestamps,links", "/work/.", "/built/"], user="0"
+        )
+        if code != 0:
+            return f"the build's output cannot be kept for the cases: {tail(out)}"
+        self.sealed = True
+        return ""
 
     def _start_agent(self) -> None:
         try:
@@ -270,11 +300,11 @@ class DockerSession:
             raise SandboxError(f"the sandbox supervisor did not start: {exc}") from exc
         self.oom_kills = int(header["oom"])
 
-    def _run(self, cmd: list[str], wall_s: float) -> RunOutcome:
+    def _run(self, cmd: list[str], wall_s: float, fresh: bool = False) -> RunOutcome:
         assert self.agent is not None
         start = time.monotonic()
         try:
-            header, log, archive = self.agent.call(cmd, wall_s)
+            header, log, archive = self.agent.call(cmd, wall_s, fresh)
         except AgentLost as exc:
             return self._recover(time.monotonic() - start, wall_s, str(exc))
         oom = int(header["oom"])

@@ -4,6 +4,13 @@ inside bubblewrap namespaces where bubblewrap is installed.
 It is weaker than `docker` (no cgroup memory accounting, no CPU quota) and
 says so. Without bubblewrap it is weaker still: the planner shares the
 network and sees every file that is readable by its user.
+
+Every case starts from the state right after the build: the working folder is
+copied after the build to a place the planner never sees (outside its
+namespaces, in a folder only root may enter) and restored from there before
+each case; /tmp (also HOME and TMPDIR) and /out start empty, and each run gets
+fresh namespaces (IPC, /dev/shm). Without bubblewrap only the working folder,
+/tmp and /out are reset: what a planner writes elsewhere may survive.
 """
 
 from __future__ import annotations
@@ -22,7 +29,13 @@ from functools import cache
 from pathlib import Path
 
 from judge.package import Limits
-from judge.sandbox.base import LOG_TAIL_BYTES, OUTPUT_LIMIT_BYTES, RunOutcome, tail
+from judge.sandbox.base import (
+    LOG_TAIL_BYTES,
+    OUTPUT_LIMIT_BYTES,
+    RunOutcome,
+    SandboxError,
+    tail,
+)
 
 log = logging.getLogger("memorace.sandbox")
 # Each session runs as its own uid from this range (no passwd entry needed): a uid that
@@ -99,24 +112,35 @@ class LocalSession:
         self.uid = uid
         self.case_dir, self.out_dir = scratch / "case", scratch / "out"
         self.work, self.tmp = scratch / "work", scratch / "tmp"
+        self.sealed = scratch / "sealed" / "work"  # the work folder right after the build
         shutil.copytree(root, self.work)
-        for d in (self.case_dir, self.out_dir, self.tmp):
+        for d in (self.case_dir, self.out_dir, self.tmp, self.sealed.parent):
             d.mkdir()
         os.chmod(scratch, 0o755)
+        os.chmod(self.sealed.parent, 0o700)  # the sandbox user cannot enter it
         for d in (self.work, self.out_dir, self.tmp):
             _give_to_sandbox_user(d, self.uid)
         self.namespaced = bwrap_works()
 
     def build(self, timeout_s: float) -> RunOutcome | None:
-        if not self.build_cmd:
-            return None
-        return self._exec(self.build_cmd, timeout_s, cpu_s=timeout_s)
+        built = self._exec(self.build_cmd, timeout_s, cpu_s=timeout_s) if self.build_cmd else None
+        if built is not None and (built.exit_code != 0 or built.timed_out):
+            return built
+        try:
+            _copy_tree(self.work, self.sealed)  # no process of the build is left
+        except SandboxError as exc:  # e.g. a file the build made unreadable (no root)
+            return RunOutcome(1, built.time_s if built else 0.0, log=str(exc))
+        return built
 
     def run_case(self, time_limit_s: float) -> RunOutcome:
+        if not self.sealed.exists():
+            _copy_tree(self.work, self.sealed)
         for d in (self.out_dir, self.tmp):
-            shutil.rmtree(d)
+            _remove_tree(d)
             d.mkdir()
             _give_to_sandbox_user(d, self.uid)
+        _remove_tree(self.work)
+        _copy_tree(self.sealed, self.work)
         return self._exec(self.run_cmd, time_limit_s, cpu_s=time_limit_s)
 
     def _exec(self, cmd: list[str], wall_s: float, cpu_s: float) -> RunOutcome:
@@ -277,6 +301,22 @@ def _pids_of(uid: int) -> list[int]:
             except FileNotFoundError:
                 pass
     return pids
+
+
+def _copy_tree(source: Path, dest: Path) -> None:
+    """A copy with owners, modes, links and times (cp handles any depth and any file type)."""
+    proc = subprocess.run(["cp", "-a", "--", str(source), str(dest)], capture_output=True)
+    if proc.returncode != 0:
+        raise SandboxError(f"cannot copy the working folder: {tail(proc.stderr)}")
+
+
+def _remove_tree(path: Path) -> None:
+    """Remove a tree the sandbox user wrote, also folders it made unreadable to itself."""
+    try:
+        shutil.rmtree(path)
+    except OSError:
+        subprocess.run(["chmod", "-R", "u+rwx", "--", str(path)], capture_output=True)
+        shutil.rmtree(path)
 
 
 def _any_file_too_big(directory: Path) -> bool:
