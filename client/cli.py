@@ -15,7 +15,7 @@ from rich.text import Text
 from client.errors import ClientError
 from client.http import FINAL, Client
 from judge import cli as judge_cli
-from judge.console import err, fail, fmt, new_table, out, print_cases, progress_bar
+from judge.console import err, fail, fmt, new_table, out, print_cases, progress_bar, show
 
 app = typer.Typer(
     help="MemoRace: judge memory planners here, or submit them to a MemoRace server.",
@@ -83,7 +83,10 @@ def leaderboard_cmd(
             f"#{row.get('submission_id')}",
             str(row.get("submitted_at", "")),
         )
-    out.print(table if board.get("rows") else "no submissions yet", highlight=False)
+    if board.get("rows"):
+        show(table, whole=(1,))  # team names
+    else:
+        out.print("no submissions yet")
 
 
 def _server() -> Client:

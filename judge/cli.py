@@ -10,7 +10,7 @@ from typing import Annotated
 
 import typer
 
-from judge.console import err, fmt, new_table, out, print_cases, progress_bar
+from judge.console import err, fmt, new_table, out, print_cases, progress_bar, show
 from judge.console import fail as _fail
 from judge.errors import InputError
 from judge.importer import import_minimalloc, name_and_capacity
@@ -90,7 +90,7 @@ def problem_check(path: Path) -> None:
             str(lc.lower_bound),
             f"{s.weight:g}",
         )
-    out.print(table)
+    show(table)
 
 
 @problem_app.command("import-minimalloc")
@@ -170,7 +170,7 @@ def baselines(
                 fmt(data["public_score"]),
                 fmt(data["hidden_score"]),
             )
-    out.print(summary)
+    show(summary, whole=(0, 1))
 
 
 def _planners_for(prob: Problem, planners: list[Path]) -> list[Path]:

@@ -13,6 +13,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import typer
+from rich import box
+from rich.cells import cell_len
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
@@ -23,6 +25,9 @@ err = Console(stderr=True)
 
 NONE = "—"  # no value (a case that never ran, a split without cases)
 WITHHELD = "hidden"  # a value the server keeps back until the reveal
+WIDEST = 10_000  # columns: more than any table here needs
+GAP = 2  # columns between two cells: the box's divider and one space
+NARROW = 6  # a wrapped number or name keeps at least this many columns a line
 
 
 def fail(message: str, code: int = 2) -> typer.Exit:
@@ -50,14 +55,50 @@ def fmt(value: object) -> str:
     return f"{value:.4f}" if isinstance(value, float) else str(value)
 
 
-def new_table(title: str, columns: Iterable[str], left: Iterable[str]) -> Table:
+def new_table(title: str, columns: Sequence[str], left: Iterable[str]) -> Table:
     """Columns in `left` are text (left-aligned), the rest numbers. Nothing is ever
-    cut with "…": a cell too wide for the terminal wraps inside its column."""
-    table = Table(title=title)
+    cut with "…": a cell too wide for its column wraps inside it (see `show`)."""
+    table = Table(
+        title=title, box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, collapse_padding=True
+    )
     text = set(left)
     for col in columns:
         table.add_column(col, justify="left" if col in text else "right", overflow="fold")
     return table
+
+
+def show(table: Table, whole: Sequence[int] = (0,)) -> None:
+    """Print `table`. Into a pipe or a file it keeps its natural width: one line per row,
+    whole names for grep and diff. On a terminal it fits the width: the `whole`
+    columns (names), first ones first, stay on one line while the others can still
+    show their header words; what does not fit wraps inside its cell."""
+    if out.is_terminal:
+        _keep_whole(table, whole, out.width)
+        out.print(table)
+        return
+    natural = out.measure(table, options=out.options.update(max_width=WIDEST)).maximum
+    # print(width=) cannot widen a console: a wide one for this table alone.
+    Console(file=out.file, width=max(natural, out.width), no_color=True).print(table)
+
+
+def _keep_whole(table: Table, whole: Sequence[int], width: int) -> None:
+    """Give every column a width that fits `width`: numbers wrap first (down to
+    NARROW), then the `whole` columns, the last named first; a name is cut into
+    lines only when nothing else is left to wrap. Rich's own shrinking squeezes
+    the widest column first, which is usually the case name."""
+    cells = [[str(column.header), *map(str, column.cells)] for column in table.columns]
+    widths = [max(cell_len(word) for cell in col for word in cell.split() or [""]) for col in cells]
+    excess = sum(widths) + GAP * (len(widths) - 1) - width
+    all_ = range(len(widths))
+    others = [i for i in all_ if i not in whole]
+    groups = [(others, NARROW), *(([i], NARROW) for i in reversed(whole)), (all_, 1)]
+    for group, floor in groups:
+        while excess > 0 and (wide := [i for i in group if widths[i] > floor]):
+            widest = max(wide, key=lambda i: widths[i])  # first of the widest on a tie
+            widths[widest] -= 1
+            excess -= 1
+    for column, w in zip(table.columns, widths, strict=True):
+        column.width = w
 
 
 def print_cases(
@@ -79,12 +120,12 @@ def print_cases(
             Text(verdict, style={"OK": "green", "JUDGED": ""}.get(verdict, "red")),
             *(_cell(case, key) for key in keys),
         )
-    out.print(table)
+    show(table, whole=(0, 2))  # the case name and its verdict
     for case in cases:
         if case.get("message"):
             out.print(f"{case.get('case', '')}: {case['message']}", markup=False, highlight=False)
     withheld = any(c.get("withheld") for c in cases)
-    hidden = WITHHELD if withheld and hidden_score is None else fmt(hidden_score)
+    hidden = "withheld" if withheld and hidden_score is None else fmt(hidden_score)
     out.print(
         f"public {fmt(public_score)}  hidden {hidden}  "
         f"verdicts: {verdict_counts(str(c.get('verdict', '')) for c in cases)}",
@@ -96,7 +137,7 @@ def print_cases(
 def verdict_counts(verdicts: Iterable[str]) -> str:
     """ "OK 12, INVALID_PLAN 1": most frequent first, then by name; "none" when empty."""
     counts = Counter(verdicts)
-    ordered = sorted(counts.items(), key=lambda item: (-item[1], item[0]))
+    ordered = sorted(counts.items(), key=lambda item: (item[0] != "OK", -item[1], item[0]))
     return ", ".join(f"{verdict} {n}" for verdict, n in ordered) or "none"
 
 
