@@ -14,6 +14,7 @@ from api.auth import hash_password, new_token
 from api.db.models import Contest, Judging, Submission, Team, User, aware
 from api.errors import Conflict, NotFound, ServiceError
 from api.problems import current_version
+from api.submissions import HIDDEN_DETAILS
 
 
 def create_team(db: Session, name: str, actor: User | None) -> Team:
@@ -167,10 +168,15 @@ def contest(db: Session) -> Contest:
 
 def update_contest(db: Session, actor: User | None, changes: dict[str, Any]) -> Contest:
     row = contest(db)
-    allowed = {"title", "start_at", "end_at", "freeze_at", "hidden_revealed"}
+    allowed = {"title", "start_at", "end_at", "freeze_at", "hidden_revealed", "hidden_detail"}
     unknown = set(changes) - allowed
     if unknown:
         raise ServiceError(f"unknown contest settings: {', '.join(sorted(unknown))}")
+    detail = changes.get("hidden_detail", row.hidden_detail)
+    if detail not in HIDDEN_DETAILS:
+        raise ServiceError(
+            f"hidden_detail must be one of {', '.join(HIDDEN_DETAILS)}, not {detail!r}", 422
+        )
     for key, value in changes.items():
         setattr(row, key, value)
     start, end = row.start_at, row.end_at
@@ -190,4 +196,5 @@ def contest_dict(row: Contest) -> dict[str, Any]:
         "end_at": iso(row.end_at),
         "freeze_at": iso(row.freeze_at),
         "hidden_revealed": row.hidden_revealed,
+        "hidden_detail": row.hidden_detail,
     }

@@ -15,13 +15,14 @@ from sqlalchemy.orm import Session
 
 from api.db.models import Contest, Submission, Team, User, aware
 from api.problems import current_version
+from api.submissions import hidden_visible
 
 
 def leaderboard(db: Session, slug: str, viewer: User | None) -> dict[str, Any]:
     version = current_version(db, slug)
     contest = db.get(Contest, 1)
     admin = bool(viewer and viewer.is_admin)
-    revealed = bool(contest and contest.hidden_revealed) or admin
+    revealed = hidden_visible(db, viewer)  # the same rule as a submission's hidden cases
     freeze = contest.freeze_at if contest and contest.freeze_at else None
     query = (
         select(Submission)

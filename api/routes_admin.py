@@ -5,7 +5,7 @@ from __future__ import annotations
 import tempfile
 from datetime import datetime
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, File, UploadFile
 from fastapi.concurrency import run_in_threadpool
@@ -58,6 +58,8 @@ class ContestIn(BaseModel):
     end_at: datetime | None = None
     freeze_at: datetime | None = None
     hidden_revealed: bool | None = None
+    # What contestants see of a hidden case before the reveal (api.submissions).
+    hidden_detail: Literal["verdict", "judged"] | None = None
 
 
 @router.post("/problems", status_code=201)

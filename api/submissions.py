@@ -185,28 +185,62 @@ def shown_judging(db: Session, sub: Submission) -> Judging | None:
     return judging
 
 
-def hidden_visible(db: Session, user: User | None) -> bool:
+# What a viewer sees of hidden cases: "all" (organizers; everybody after the reveal),
+# or the contest's hidden_detail before it: "verdict" (the verdict alone) or "judged"
+# (only that the case was judged).
+HIDDEN_DETAILS = ("verdict", "judged")
+JUDGED = "JUDGED"  # the verdict shown for a hidden case under hidden_detail = "judged"
+# Every field of a case result that depends on the case (all but its name and split).
+WITHHELD = ("score", "message", "peak", "lower_bound", "time_s", "makespan_us", "log",
+            "plan_digest")  # fmt: skip
+
+
+def hidden_policy(db: Session, user: User | None) -> str:
     contest = db.get(Contest, 1)
-    return bool(user and user.is_admin) or bool(contest and contest.hidden_revealed)
+    if (user and user.is_admin) or (contest and contest.hidden_revealed):
+        return "all"
+    detail = contest.hidden_detail if contest else "verdict"
+    return detail if detail in HIDDEN_DETAILS else "judged"  # unknown: the stricter
 
 
-def result_dict(row: CaseResultRow, show_details: bool) -> dict[str, Any]:
-    """Hidden cases show their verdict and score only (unless to an organizer): no
-    message, log, peak, bound, time or plan digest that could leak the case."""
-    details = show_details or row.split == "public"
-    return {
-        "case": row.case,
-        "split": row.split,
-        "verdict": row.verdict,
-        "score": row.score,
-        "message": row.message if details else "",
-        "peak": row.peak if details else None,
-        "lower_bound": row.lower_bound if details else None,
-        "time_s": row.time_s if details else None,
-        "makespan_us": row.makespan_us if details else None,
-        "log": row.log if details else "",
-        "plan_digest": row.plan_digest if details else None,
-    }
+def hidden_visible(db: Session, user: User | None) -> bool:
+    return hidden_policy(db, user) == "all"
+
+
+def result_dict(row: CaseResultRow, policy: str) -> dict[str, Any]:
+    """A case result as `policy` lets the viewer see it. A withheld hidden case keeps
+    its name and split (public in the problem) and, under "verdict", its verdict;
+    every other field is null, so that nothing derived from the case can leak."""
+    withheld = row.split != "public" and policy != "all"
+    shown = {key: getattr(row, key) for key in WITHHELD}
+    if withheld:
+        shown = dict.fromkeys(WITHHELD)
+    verdict = JUDGED if withheld and policy == "judged" else row.verdict
+    return {"case": row.case, "split": row.split, "verdict": verdict, **shown,
+            "withheld": withheld}  # fmt: skip
+
+
+def shown_detail(sub: Submission, judging: Judging | None, results: list[dict], policy: str) -> str:
+    """The status line as the viewer may see it: before the reveal, the final verdict
+    counts cover the public cases only, and a judge failure's reason (which may
+    quote a hidden case) is left out."""
+    detail = sub.status_detail
+    if policy == "all":
+        return detail
+    failed = re.fullmatch(
+        r"(the judge failed(?: after \d+ attempts)?) \(.*\)(; [^()]*)", detail, re.S
+    )
+    if failed:
+        return failed.group(1) + failed.group(2)
+    if sub.status != "done" or judging is None or not detail.startswith("judged"):
+        return detail
+    counts: dict[str, int] = {}
+    for r in results:
+        if not r["withheld"]:
+            counts[r["verdict"]] = counts.get(r["verdict"], 0) + 1
+    shown = ", ".join(f"{n} {v}" for v, n in sorted(counts.items())) or "no public cases"
+    hidden = sum(1 for r in results if r["withheld"])
+    return f"judged ({judging.kind}): {shown}" + (f"; {hidden} hidden judged" if hidden else "")
 
 
 def submission_dict(
@@ -214,7 +248,8 @@ def submission_dict(
 ) -> dict[str, Any]:
     judging = shown_judging(db, sub)
     rows = list(judging.results) if judging else []
-    admin = bool(user and user.is_admin)
+    policy = hidden_policy(db, user)
+    results = [result_dict(r, policy) for r in rows]
     return {
         "id": sub.id,
         "problem": sub.version.problem.slug,
@@ -225,11 +260,12 @@ def submission_dict(
         "sha256": sub.sha256,
         "size": sub.size,
         "status": sub.status,
-        "status_detail": sub.status_detail,
+        "status_detail": shown_detail(sub, judging, results, policy),
         "queue_position": queue_position(db, sub),
         "created_at": aware(sub.created_at).isoformat(),
         "public_score": sub.public_score,
-        "hidden_score": sub.hidden_score if hidden_visible(db, user) else None,
+        "hidden_score": sub.hidden_score if policy == "all" else None,
+        "hidden_detail": policy,
         "disqualified": sub.disqualified,
         "reused": reused,
         "judging_id": judging.id if judging else None,
@@ -237,7 +273,7 @@ def submission_dict(
         "build_error": judging.build_error if judging else "",
         "cases_total": len(sub.version.cases),
         "cases_done": len(rows),
-        "results": [result_dict(r, admin) for r in rows],
+        "results": results,
     }
 
 

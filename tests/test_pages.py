@@ -266,7 +266,7 @@ def test_judged_page_hides_hidden_case_details(service: Service) -> None:
     assert "INVALID_PLAN" in page and "OK" in page  # both verdicts show
     assert "overlap" not in page  # the hidden case's message does not
     hidden_row = re.search(r"<tr>\s*<td>two</td>.*?</tr>", page, re.S).group(0)
-    assert "B<" not in hidden_row and "0.0000" in hidden_row  # no peak/bound, a score
+    assert "B<" not in hidden_row and "0.0000" not in hidden_row  # no peak, bound, score
     assert "?case=two" not in page
     assert alice.get(f"/submissions/{sub_id}?case=two").status_code == 404
     assert "overlap" not in alice.get(f"/submissions/{sub_id}/live").text

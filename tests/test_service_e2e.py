@@ -110,7 +110,7 @@ def test_two_teams_leaderboard_rescore_and_rejudge(stack):
         assert done["status"] == "done", done["status_detail"]
         assert {r["verdict"] for r in done["results"]} == {"OK"}, done["results"]
         assert all(
-            r["message"] == "" and r["log"] == "" for r in done["results"] if r["split"] == "hidden"
+            r["withheld"] and r["log"] is None for r in done["results"] if r["split"] == "hidden"
         )
         assert done["hidden_score"] is None  # not revealed to contestants
     assert red_done["public_score"] > blue_done["public_score"]  # best fit beats naive

@@ -181,33 +181,16 @@ def submission_list(request: Request, user: Contestant, db: DB, limit: int = 100
     return render(request, "submissions.html", user, rows=rows)
 
 
-def case_rows(body: dict[str, Any], admin_view: bool) -> list[dict[str, Any]]:
-    """Hidden cases show only verdict and score to contestants."""
-    rows = []
-    for result in body["results"]:
-        full = admin_view or result["split"] == "public"
-        shown = dict(result)
-        if not full:
-            for key in (
-                "message",
-                "peak",
-                "lower_bound",
-                "time_s",
-                "log",
-                "plan_digest",
-                "makespan_us",
-            ):
-                shown[key] = None
-        shown["full"] = full
-        rows.append(shown)
-    return rows
+def case_rows(body: dict[str, Any]) -> list[dict[str, Any]]:
+    """The API's rows (withheld fields already null), marked for the table."""
+    return [{**result, "full": not result["withheld"]} for result in body["results"]]
 
 
 def _live_context(db: Session, sub: Submission, user: User) -> dict[str, Any]:
     body = submissions.submission_dict(db, sub, user)
     return {
         "sub": body,
-        "rows": case_rows(body, user.is_admin),
+        "rows": case_rows(body),
         "drawable": True,  # every type may draw; a note says why when it cannot
         "bound_unit": get_type(sub.version.type).bound_unit,
         "live": body["status"] in ("queued", "running"),
@@ -225,7 +208,7 @@ def submission_page(
 ) -> Response:
     sub = submissions.get_submission(db, sub_id, user)
     context = _live_context(db, sub, user)
-    picture = _picture(settings, sub, context["rows"], case, user) if case else None
+    picture = _picture(settings, sub, context["rows"], case) if case else None
     return render(request, "submission.html", user, **context, picture=picture, case=case)
 
 
@@ -237,11 +220,11 @@ def submission_live(sub_id: int, request: Request, user: Contestant, db: DB) -> 
 
 
 def _picture(
-    settings: Settings, sub: Submission, rows: list[dict[str, Any]], name: str, user: User
+    settings: Settings, sub: Submission, rows: list[dict[str, Any]], name: str
 ) -> dict[str, Any]:
     """The chosen case's plan as SVG, or a note saying why there is none."""
     row = next((r for r in rows if r["case"] == name), None)
-    if row is None or not (user.is_admin or row["split"] == "public"):
+    if row is None or not row["full"]:  # a withheld hidden case has nothing to draw
         raise NotFound(f"no public case '{name}' in submission {sub.id}'s results")
     picture: dict[str, Any] = {"case": row, "svg": None, "note": "", "type": sub.version.type}
     if not row["plan_digest"]:

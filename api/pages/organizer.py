@@ -84,6 +84,7 @@ def admin_contest(
     end_at: Annotated[str, Form()] = "",
     freeze_at: Annotated[str, Form()] = "",
     hidden_revealed: Annotated[str, Form()] = "",
+    hidden_detail: Annotated[str, Form()] = "",
 ) -> Response:
     def act() -> str:
         changes = {
@@ -93,6 +94,8 @@ def admin_contest(
             "freeze_at": _stamp("freeze", freeze_at),
             "hidden_revealed": bool(hidden_revealed),
         }
+        if hidden_detail:  # a form without the field keeps the setting
+            changes["hidden_detail"] = hidden_detail
         admin.update_contest(db, user, changes)
         return "contest settings saved"
 
