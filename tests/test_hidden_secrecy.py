@@ -13,11 +13,12 @@ from __future__ import annotations
 import json
 import re
 import subprocess
+from types import SimpleNamespace
 
 import httpx
 import pytest
 
-from api.submissions import JUDGED, WITHHELD
+from api.submissions import JUDGED, WITHHELD, shown_detail
 from tests.service import VENV_BIN, Service, start_service
 from tests.test_service_e2e import backends, follow_events
 
@@ -230,3 +231,23 @@ def test_hidden_cases_show_their_verdict_or_less_until_the_reveal(service: Servi
     assert mine["status_detail"] == full["status_detail"]
     picture = service.api("GET", f"/submissions/{sub_id}?case=sec-a", token)
     assert picture.status_code == 200 and "<svg" in picture.text
+
+
+@pytest.mark.parametrize("policy", ["verdict", "judged"])
+def test_a_judge_failure_keeps_its_reason_from_contestants(policy: str) -> None:
+    """The reason may quote a hidden case (an exception's text): contestants get the
+    status without it until the reveal, organizers get it whole."""
+    why = "ReplayError: case sec-a (hidden): a (7340033 bytes) overlaps b"
+    lines = {
+        "queued": (f"the judge failed ({why}); retrying", "the judge failed; retrying"),
+        "error": (
+            f"the judge failed after 3 attempts ({why}); this is our fault, not your "
+            "planner's: an organizer has been told and can rejudge it",
+            "the judge failed after 3 attempts; this is our fault, not your planner's: "
+            "an organizer has been told and can rejudge it",
+        ),
+    }
+    for status, (detail, shown) in lines.items():
+        sub = SimpleNamespace(status=status, status_detail=detail)
+        assert shown_detail(sub, None, [], policy) == shown  # type: ignore[arg-type]
+        assert shown_detail(sub, None, [], "all") == detail  # type: ignore[arg-type]
