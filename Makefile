@@ -5,6 +5,7 @@ PY := $(VENV)/bin/python
 .PHONY: setup prepare run baselines test lint bench
 
 $(VENV)/.installed: pyproject.toml
+	@echo "[setup] Python packages into $(VENV) (a minute the first time)"
 	python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[dev]'
@@ -16,7 +17,7 @@ setup: $(VENV)/.installed
 # worker, the shipped problems); prints the organizer token. scripts/prepare brings
 # what the sandbox needs (root) or says what is missing and which sandbox serves.
 run:
-	@sandbox=$$(scripts/prepare run) && $(MAKE) --no-print-directory setup && \
+	@sandbox=$$(scripts/prepare run) && $(MAKE) -s --no-print-directory setup && \
 	    MEMORACE_SANDBOX=$${MEMORACE_SANDBOX:-$$sandbox} scripts/serve
 
 # Every reference planner over every shipped problem, scored (10 s per case, so that
@@ -31,7 +32,7 @@ prepare:
 # (scripts/prepare test; as root it installs and starts them, else it lists what
 # is missing), the sandbox images, lint, every test.
 test: prepare
-	@$(MAKE) --no-print-directory setup
+	@$(MAKE) -s --no-print-directory setup
 	$(VENV)/bin/ruff check .
 	$(PY) -m pytest
 
