@@ -62,12 +62,15 @@ def create_user(
     return user
 
 
-def issue_token(db: Session, username: str, name: str, actor: User | None) -> str:
+def issue_token(
+    db: Session, username: str, name: str, actor: User | None, expires_at: datetime | None = None
+) -> str:
     user = db.scalar(select(User).where(User.username == username))
     if user is None:
         raise NotFound(f"no user '{username}'")
-    token = new_token(db, user, name)
-    record(db, actor, "issue_token", username, {"name": name})
+    token = new_token(db, user, name, expires_at)
+    until = expires_at.isoformat() if expires_at else None
+    record(db, actor, "issue_token", username, {"name": name, "expires_at": until})
     return token
 
 

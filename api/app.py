@@ -10,7 +10,7 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
-from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, generate_latest
+from prometheus_client import REGISTRY
 from sqlalchemy import text
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.middleware.sessions import SessionMiddleware
@@ -18,9 +18,10 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from api import logs, queue
 from api.db.session import get_engine, migrate
+from api.deps import DB, Config
 from api.docs import add_docs
 from api.errors import ServiceError
-from api.metrics import DatabaseCollector
+from api.metrics import DatabaseCollector, metrics_response
 from api.settings import Settings, get_settings
 from judge.errors import InputError
 
@@ -61,13 +62,18 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         session_cookie="memorace_session",
         same_site="lax",
         https_only=settings.secure_cookies,  # MEMORACE_SECURE_COOKIES=1 behind TLS
+        # Signed, and holds only the CSRF token, a flash message and the id of the web
+        # session; who is logged in is decided on the server (api.auth, logout ends it).
+        max_age=int(settings.session_ttl_s),
     )
     _errors(app)
     _access_log(app)
-    from api import pages, routes_admin, routes_v1
+    from api import pages, routes_admin, routes_tokens, routes_v1
 
     app.include_router(routes_v1.router)
     app.include_router(routes_admin.router)
+    app.include_router(routes_tokens.admin_router)
+    app.include_router(routes_tokens.own_router)
     app.include_router(pages.router)
     _ops(app, settings)
     add_docs(app)
@@ -173,5 +179,6 @@ def _ops(app: FastAPI, settings: Settings) -> None:
         return JSONResponse({"ok": healthy, **checks}, status_code=200 if healthy else 503)
 
     @app.get("/metrics", tags=["ops"])
-    def metrics() -> Response:
-        return Response(generate_latest(REGISTRY), media_type=CONTENT_TYPE_LATEST)
+    def metrics(request: Request, db: DB, config: Config) -> Response:
+        """For an organizer's token (Prometheus: `authorization: {credentials_file: ...}`)."""
+        return metrics_response(request, db, config)

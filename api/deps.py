@@ -8,7 +8,7 @@ from typing import Annotated
 from fastapi import Depends, Request
 from sqlalchemy.orm import Session
 
-from api.auth import user_for_token
+from api.auth import check_token, session_user, token_is_stale, touch_token
 from api.db.models import User
 from api.db.session import session_scope
 from api.errors import Forbidden, ServiceError
@@ -33,19 +33,30 @@ class Unauthorized(ServiceError):
     status = 401
 
 
-def optional_user(request: Request, db: DB) -> User | None:
+SESSION_KEY = "sid"  # the web session's random id, in the signed session cookie
+
+
+def optional_user(request: Request, db: DB, settings: Config) -> User | None:
     """From `Authorization: Bearer TOKEN`, else from the web session cookie."""
     header = request.headers.get("authorization", "")
     if header:
         scheme, _, token = header.partition(" ")
         if scheme.lower() != "bearer" or not token.strip():
             raise Unauthorized("the Authorization header must be 'Bearer <token>'")
-        user = user_for_token(db, token.strip())
-        if user is None:
-            raise Unauthorized("this token is not valid (unknown or revoked)")
-        return user
-    user_id = request.session.get("user_id") if "session" in request.scope else None
-    return db.get(User, user_id) if user_id else None
+        check = check_token(db, token.strip())
+        if check.row is None or check.refusal:
+            raise Unauthorized(check.refusal)
+        if token_is_stale(check.row):  # its own short transaction: at most once a minute
+            with session_scope(settings.database_url) as own:
+                touch_token(own, check.row.id)
+        return check.row.user
+    return session_viewer(request, db)
+
+
+def session_viewer(request: Request, db: Session) -> User | None:
+    """The user of a live server-side web session (not ended, not expired), if any."""
+    session_id = request.session.get(SESSION_KEY) if "session" in request.scope else None
+    return session_user(db, session_id) if isinstance(session_id, str) else None
 
 
 def current_user(user: Annotated[User | None, Depends(optional_user)]) -> User:

@@ -1,17 +1,23 @@
 """Prometheus metrics, read from the database at scrape time (the workers write there,
-so one API process sees the whole fleet): queue depth, judging latency, verdicts."""
+so one API process sees the whole fleet): queue depth, judging latency, verdicts.
+Only organizers may read them (an organizer's bearer token, or session)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
+from fastapi import Request
+from fastapi.responses import PlainTextResponse, Response
+from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
 from prometheus_client.registry import Collector
 from sqlalchemy import func, select
+from sqlalchemy.orm import Session
 
 from api.db.models import CaseResultRow, Judging, aware
 from api.db.session import session_scope
-from api.settings import get_settings
+from api.deps import Unauthorized, optional_user
+from api.settings import Settings, get_settings
 
 BUCKETS = (1, 5, 15, 30, 60, 120, 300, 600, 1800, 3600)
 LATENCY_SAMPLE = 2000  # the newest final judgings
@@ -57,3 +63,20 @@ def _latency(db) -> HistogramMetricFamily:  # type: ignore[no-untyped-def]
     )
     family.add_metric([], buckets, sum_value=sum(seconds))
     return family
+
+
+def metrics_response(request: Request, db: Session, settings: Settings) -> Response:
+    """The exposition for an organizer; a plain 401/403 otherwise (never the login page:
+    the reader is a scraper)."""
+    try:
+        user = optional_user(request, db, settings)
+    except Unauthorized:
+        user = None
+    if user is None or not user.is_admin:
+        status = 401 if user is None else 403
+        return PlainTextResponse(
+            "/metrics needs an organizer's token: 'Authorization: Bearer <token>'\n",
+            status_code=status,
+            headers={"WWW-Authenticate": "Bearer"},
+        )
+    return Response(generate_latest(REGISTRY), media_type=CONTENT_TYPE_LATEST)

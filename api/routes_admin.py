@@ -13,6 +13,7 @@ from pydantic import BaseModel, Field
 
 from api import admin, audit, problems, queue
 from api.audit import record
+from api.auth import expiry, iso
 from api.deps import DB, Admin, Config
 from api.errors import ServiceError
 
@@ -34,6 +35,9 @@ class UserIn(BaseModel):
 class TokenIn(BaseModel):
     username: str
     name: str = ""
+    # Optional expiry (api.auth.expiry): in days from now, or a moment.
+    expires_in_days: float | None = Field(default=None, gt=0, le=3660)
+    expires_at: datetime | None = None
 
 
 class RejudgeIn(BaseModel):
@@ -110,10 +114,9 @@ def create_user(body: UserIn, user: Admin, db: DB) -> dict[str, Any]:
 
 @router.post("/tokens", status_code=201)
 def create_token(body: TokenIn, user: Admin, db: DB) -> dict[str, Any]:
-    return {
-        "username": body.username,
-        "token": admin.issue_token(db, body.username, body.name, user),
-    }
+    until = expiry(body.expires_in_days, body.expires_at)
+    token = admin.issue_token(db, body.username, body.name, user, until)
+    return {"username": body.username, "token": token, "expires_at": iso(until)}
 
 
 @router.post("/rejudge", status_code=202)

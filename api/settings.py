@@ -18,6 +18,14 @@ def _env(name: str, default: str) -> str:
     return os.environ.get(f"MEMORACE_{name}", default)
 
 
+def _int(name: str, default: int) -> int:
+    return int(_env(name, str(default)))
+
+
+def _float(name: str, default: float) -> float:
+    return float(_env(name, str(default)))
+
+
 @dataclass(frozen=True)
 class Settings:
     data_dir: Path = field(default_factory=lambda: Path(_env("DATA_DIR", str(ROOT / "var"))))
@@ -45,6 +53,26 @@ class Settings:
     replay: str = field(default_factory=lambda: _env("REPLAY", ""))
     # "auto": cupy on a worker with a CUDA device, else numpy.
     replay_backend: str = field(default_factory=lambda: _env("REPLAY_BACKEND", "auto"))
+    # Password logins (api.login): per account and per client address, this many
+    # failures are free, then each waits twice as long as the one before (from
+    # BACKOFF_S), and LOCK_AFTER failures lock the key for LOCK_S (temporary, never
+    # longer: an attacker cannot lock a victim out for good). Failures older than
+    # WINDOW_S are forgotten. An address gets more room: a contest hall shares one.
+    login_free_failures: int = field(default_factory=lambda: _int("LOGIN_FREE_FAILURES", 3))
+    login_lock_after: int = field(default_factory=lambda: _int("LOGIN_LOCK_AFTER", 10))
+    login_addr_free_failures: int = field(
+        default_factory=lambda: _int("LOGIN_ADDR_FREE_FAILURES", 30)
+    )
+    login_addr_lock_after: int = field(default_factory=lambda: _int("LOGIN_ADDR_LOCK_AFTER", 100))
+    login_backoff_s: float = field(default_factory=lambda: _float("LOGIN_BACKOFF_S", 1.0))
+    login_lock_s: float = field(default_factory=lambda: _float("LOGIN_LOCK_S", 900.0))
+    login_window_s: float = field(default_factory=lambda: _float("LOGIN_WINDOW_S", 3600.0))
+    # At most this many password hashes at once per API process (argon2 takes 19 MiB
+    # each); a login that waits longer than HASH_WAIT_S for a slot gets 503.
+    login_hashes: int = field(default_factory=lambda: _int("LOGIN_HASHES", 2))
+    login_hash_wait_s: float = field(default_factory=lambda: _float("LOGIN_HASH_WAIT_S", 5.0))
+    # A web login lasts this long (server side; logout ends it at once).
+    session_ttl_s: float = field(default_factory=lambda: _float("SESSION_TTL_S", 7 * 86400.0))
 
     def __post_init__(self) -> None:
         data = self.data_dir

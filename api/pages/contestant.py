@@ -3,20 +3,23 @@ submitting, submissions with live progress and plan pictures."""
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Annotated, Any
 
 from fastapi import File, Form, Request, UploadFile
-from fastapi.responses import Response
+from fastapi.responses import JSONResponse, Response
 from markupsafe import Markup
 from sqlalchemy.orm import Session
 
 from api import problems, submissions
-from api.auth import user_for_login
+from api.auth import end_session
 from api.db.models import Contest, Submission, User
-from api.deps import DB, Config, Contestant, Viewer
+from api.deps import DB, SESSION_KEY, Config, Contestant, Viewer, session_viewer
 from api.errors import NotFound, ServiceError
 from api.leaderboard import leaderboard
+from api.login import Result as LoginResult
+from api.login import attempt
 from api.pages.common import (
     UPLOAD_SUFFIXES,
     _markdown,
@@ -26,6 +29,7 @@ from api.pages.common import (
     redirect,
     render,
     router,
+    wants_html,
 )
 from api.routes_v1 import check_form_problem
 from api.settings import Settings
@@ -38,40 +42,60 @@ from judge.types import get_type
 @router.get("/login")
 def login_form(request: Request, db: DB, next: str = "/") -> Response:
     # The session only: a bad Authorization header must not bounce this page to itself.
-    user_id = request.session.get("user_id")
-    if user_id and db.get(User, user_id) is not None:
+    if session_viewer(request, db) is not None:
         return redirect(_safe_next(next))
     return render(request, "login.html", None, next=_safe_next(next), username="")
 
 
 @router.post("/login")
-def login(
+async def login(
     request: Request,
-    db: DB,
+    settings: Config,
     username: Annotated[str, Form()] = "",
     password: Annotated[str, Form()] = "",
     next: Annotated[str, Form()] = "/",
 ) -> Response:
-    user = user_for_login(db, username.strip(), password)
-    if user is None:
-        return render(
-            request,
-            "login.html",
-            None,
-            401,
-            next=_safe_next(next),
-            username=username,
-            error="wrong username or password",
-        )
+    """Async: a login waiting for a password-hash slot holds no thread (api.login)."""
+    address = request.client.host if request.client else "unknown"
+    result = await attempt(request.app, settings, username.strip(), password, address)
+    if result.user_id is None:
+        return _login_refused(request, username, next, result)
     # A fresh session (and CSRF token) at login: nothing from before carries over.
     request.session.clear()
-    request.session["user_id"] = user.id
+    request.session[SESSION_KEY] = result.session_id
     csrf_token(request)
     return redirect(_safe_next(next))
 
 
+def _login_refused(request: Request, username: str, next: str, result: LoginResult) -> Response:
+    """401 for a wrong password; 429 (throttled) or 503 (busy) with Retry-After."""
+    wait = math.ceil(result.retry_after)
+    if result.busy:
+        status, error = 503, f"the server is busy checking other logins; try again in {wait} s"
+    elif wait:
+        status = 429
+        error = (
+            "too many failed logins for this account or from this address; "
+            f"try again in {wait} s"
+        )
+    else:
+        status, error = 401, "wrong username or password"
+    headers = {"Retry-After": str(wait)} if wait else {}
+    if not wants_html(request):
+        return JSONResponse({"detail": error}, status_code=status, headers=headers)
+    page = render(
+        request, "login.html", None, status, next=_safe_next(next), username=username, error=error
+    )
+    page.headers.update(headers)
+    return page
+
+
 @router.post("/logout")
-def logout(request: Request) -> Response:
+def logout(request: Request, db: DB) -> Response:
+    """Ends the session on the server: the old cookie, replayed, logs nobody in."""
+    session_id = request.session.get(SESSION_KEY)
+    if isinstance(session_id, str):
+        end_session(db, session_id)
     request.session.clear()
     return redirect("/login")
 

@@ -15,7 +15,7 @@ from fastapi.responses import Response
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from api import admin, audit, problems, queue
+from api import admin, audit, auth, problems, queue
 from api.audit import record
 from api.db.models import Submission, Team, User
 from api.deps import DB, Admin, Config
@@ -28,6 +28,7 @@ from api.pages.common import (
     router,
 )
 from api.routes_admin import PACKAGE_LIMIT_BYTES
+from api.routes_tokens import revoke_all, revoke_one
 from api.settings import Settings
 
 
@@ -259,6 +260,7 @@ def _admin_accounts(
         status,
         teams=list(db.scalars(select(Team).order_by(Team.name))),
         users=list(db.scalars(select(User).order_by(User.username))),
+        tokens=auth.list_tokens(db),
         error=error or None,
         new_token=new_token,
     )
@@ -303,16 +305,52 @@ def admin_token(
     db: DB,
     username: Annotated[str, Form()] = "",
     name: Annotated[str, Form()] = "",
+    expires_in_days: Annotated[str, Form()] = "",
 ) -> Response:
     """The token is in this response only (not stored, not in the session, not cached)."""
     try:
-        token = admin.issue_token(db, username.strip(), name.strip(), user)
+        until = auth.expiry(_days(expires_in_days), None)
+        token = admin.issue_token(db, username.strip(), name.strip(), user, until)
     except ServiceError as exc:
         db.rollback()
         return _admin_accounts(request, db, user, exc.status, exc.message)
     db.commit()
     shown = {"username": username.strip(), "token": token}
     return _admin_accounts(request, db, user, new_token=shown)
+
+
+def _days(text: str) -> float | None:
+    try:
+        days = float(text) if text.strip() else None
+    except ValueError:
+        days = -1.0
+    if days is not None and not 0 < days <= 3660:
+        raise ServiceError(f"expiry in days must be a number from 0 to 3660, not '{text}'", 422)
+    return days
+
+
+@router.post("/admin/tokens/{token_id}/revoke")
+def admin_revoke_token(token_id: int, request: Request, user: Admin, db: DB) -> Response:
+    def act() -> str:
+        row = revoke_one(db, user, token_id, owner=None)
+        return f"token {row['id']} of '{row['username']}' revoked"
+
+    return _act(request, db, "/admin/accounts", act, partial(_admin_accounts, request, db, user))
+
+
+@router.post("/admin/users/{username}/revoke")
+def admin_revoke_access(username: str, request: Request, user: Admin, db: DB) -> Response:
+    def act() -> str:
+        target = auth.user_named(db, username)
+        if target is None:
+            raise ServiceError(f"no user '{username}'", 404)
+        revoked = revoke_all(db, user, target)
+        return (
+            f"'{username}': {revoked['tokens']} token(s) revoked, "
+            f"{revoked['sessions']} web session(s) ended"
+        )
+
+    return _act(request, db, "/admin/accounts", act, partial(_admin_accounts, request, db, user))
 
 
 # --- admin: rejudge, disqualify, audit ----------------------------------------------------
