@@ -113,7 +113,7 @@ def print_cases(
     table = new_table(title, columns + (["makespan µs"] if timed else []), columns[:3])
     for case in cases:
         keys = ["peak", "lower_bound", "score", "time_s"] + (["makespan_us"] if timed else [])
-        verdict = str(case.get("verdict", ""))
+        verdict = _verdict(case)
         table.add_row(
             Text(str(case.get("case", ""))),  # Text: names and verdicts are not markup
             Text(str(case.get("split", ""))),
@@ -128,7 +128,7 @@ def print_cases(
     hidden = "withheld" if withheld and hidden_score is None else fmt(hidden_score)
     out.print(
         f"public {fmt(public_score)}  hidden {hidden}  "
-        f"verdicts: {verdict_counts(str(c.get('verdict', '')) for c in cases)}",
+        f"verdicts: {verdict_counts(_verdict(c) for c in cases)}",
         markup=False,
         highlight=False,
     )
@@ -146,3 +146,7 @@ def _cell(case: Mapping[str, Any], key: str) -> str:
     if value is None and case.get("withheld"):
         return WITHHELD
     return f"{value:.4f}" if key == "score" and isinstance(value, int | float) else fmt(value)
+
+
+def _verdict(case: Mapping[str, Any]) -> str:
+    return str(case.get("verdict") or WITHHELD)  # a server that withholds even the verdict

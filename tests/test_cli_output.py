@@ -81,7 +81,8 @@ def test_verdicts_are_counted_in_words() -> None:
 
 
 def test_withheld_fields_show_as_hidden() -> None:
-    cases = [*local_cases()[:2], WITHHELD, {"case": "h02", "split": "hidden", "verdict": "OK"}]
+    bare = {"case": "h02", "split": "hidden", "verdict": None}  # withholding even more
+    cases = [*local_cases()[:2], WITHHELD, bare]
     for terminal in (False, True):
         text = render(cases, terminal, hidden=None)
         assert "None" not in text and "JUDGED" in text
