@@ -31,8 +31,8 @@ LABEL org.opencontainers.image.title="memorace-runner" \
 USER root
 
 # The planner user: fixed uid/gid (the judge passes --user 10001), no password,
-# no login shell, home /work (read-only under --read-only; planners write only
-# to $MEMORACE_OUT_DIR and /tmp).
+# no login shell, home /work (the judge mounts a tmpfs there, restored to the
+# state right after the build before each case; see docker/README.md).
 # /case and /submission are root-owned mount points (mounted read-only over).
 # /out is mode 1777 like /tmp: Docker's `--tmpfs /out` takes the mode of the
 # image's directory but makes root its owner, so only a world-writable /out is

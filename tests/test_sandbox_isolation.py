@@ -76,27 +76,46 @@ else:
     + "\n"
 )
 
-# The build makes prog.py and data/; case one wrecks both; case two needs them intact.
+# The build makes prog.py, data/ and awkward things (links, a fifo, an unreadable file
+# and folder); case one wrecks it all; case two needs it exactly as built.
 BUILD = """
 import os
 os.makedirs("data", exist_ok=True)
 open("data/table.txt", "w").write("built")
 open("prog.py", "w").write(open("prog.src").read())
+os.symlink("/etc/passwd", "to_etc")
+os.symlink("/nowhere", "dangling")
+os.mkfifo("fifo")
+open("secret", "w").write("s")
+os.chmod("secret", 0)
+os.makedirs("closed/in")
+os.chmod("closed", 0)
 """
 
 WRECKER = (
     PRELUDE
     + """
-import shutil
+import hashlib, shutil, stat
 ok = open("data/table.txt").read() == "built" and os.path.getsize(sys.argv[0]) > 100
+seen = []
+for root, dirs, files in os.walk(".", followlinks=False):
+    seen += [(os.path.join(root, n), os.lstat(os.path.join(root, n)).st_mode) for n in dirs + files]
+print("STATE", hashlib.sha256(repr(sorted(seen)).encode()).hexdigest())
 if CASE == "one":
     open("data/table.txt", "w").write("wrecked")
     os.link("data/table.txt", "hardlink.txt")
     shutil.rmtree("data", ignore_errors=True)
     os.symlink("/tmp", "data")
+    os.unlink("to_etc")
+    os.symlink("/", "to_etc")
     me = os.path.abspath(sys.argv[0])
     os.unlink(me)
     open(me, "w").write("import sys; sys.exit(9)\\n")
+    for name in ["mess"] + ["m"] * 1100:  # deeper than Python's recursion limit
+        os.mkdir(name)
+        os.chdir(name)
+    os.chdir(os.path.dirname(me))
+    os.chmod("mess", 0)
     os.chmod(".", 0o500)
 elif not ok or os.path.exists("hardlink.txt"):
     print("the build output changed"); sys.exit(42)
@@ -143,3 +162,4 @@ def test_a_case_cannot_change_the_build_output(problem, tmp_path, sandbox):
     first, second = _judge(problem, source, sandbox)
     assert first.verdict == Verdict.OK, (first.message, first.log)
     assert second.verdict == Verdict.OK, (second.message, second.log)
+    assert "STATE" in first.log and first.log == second.log  # the same files, kinds, modes

@@ -192,6 +192,7 @@ def restore_work() -> None:
     try:
         shutil.copytree(BUILT, WORK, symlinks=True, dirs_exist_ok=True)
     except Exception:  # a fifo or a tree too deep for copytree: cp copies any of them
+        clear(WORK)
         subprocess.run(
             ["cp", "-R", "--preserve=mode,timestamps,links", BUILT + "/.", WORK + "/"],
             stdin=subprocess.DEVNULL,

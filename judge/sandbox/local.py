@@ -95,7 +95,8 @@ class LocalSandbox:
             yield LocalSession(scratch, submission_root, build, run, limits, uid)
         finally:
             _kill_user_processes(uid)
-            shutil.rmtree(scratch, ignore_errors=True)
+            with suppress(OSError):
+                _remove_tree(scratch)
 
 
 class LocalSession:
@@ -311,12 +312,15 @@ def _copy_tree(source: Path, dest: Path) -> None:
 
 
 def _remove_tree(path: Path) -> None:
-    """Remove a tree the sandbox user wrote, also folders it made unreadable to itself."""
+    """Remove a tree the sandbox user wrote: also folders it made unreadable to itself or
+    nested deeper than Python's stack (rm walks any depth)."""
     try:
         shutil.rmtree(path)
-    except OSError:
+    except (OSError, RecursionError):
         subprocess.run(["chmod", "-R", "u+rwx", "--", str(path)], capture_output=True)
-        shutil.rmtree(path)
+        subprocess.run(["rm", "-rf", "--", str(path)], capture_output=True)
+        if path.exists():
+            raise OSError(f"cannot remove {path}") from None
 
 
 def _any_file_too_big(directory: Path) -> bool:
