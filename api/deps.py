@@ -25,7 +25,10 @@ def db_dep(settings: Annotated[Settings, Depends(settings_dep)]) -> Iterator[Ses
         yield db
 
 
-DB = Annotated[Session, Depends(db_dep)]
+# scope="function": the session commits (or rolls back) when the route returns, before
+# the response is sent, so a 2xx always means the write is in the database. The default
+# scope would commit after the response: a client's next request could miss the write.
+DB = Annotated[Session, Depends(db_dep, scope="function")]
 Config = Annotated[Settings, Depends(settings_dep)]
 
 

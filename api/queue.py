@@ -17,6 +17,7 @@ from api.settings import Settings, get_settings
 JUDGE_TASK = "memorace.judge"
 RESCORE_TASK = "memorace.rescore"
 REAP_TASK = "memorace.reap"
+IMPORT_TASK = "memorace.import_package"
 QUEUE = "memorace"
 # Redis priorities: 0 is served first. Fresh submissions before rejudges.
 PRIORITY_FRESH, PRIORITY_REJUDGE = 0, 6
@@ -70,6 +71,10 @@ def enqueue_judging(judging_id: int, priority: int = PRIORITY_FRESH) -> None:
 
 def enqueue_rescore(version_id: int, actor_id: int | None) -> None:
     producer().send_task(RESCORE_TASK, args=[version_id, actor_id], queue=QUEUE)
+
+
+def enqueue_import(job_id: int) -> None:
+    producer().send_task(IMPORT_TASK, args=[job_id], priority=PRIORITY_FRESH, queue=QUEUE)
 
 
 def queue_ready() -> bool:

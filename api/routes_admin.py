@@ -2,23 +2,22 @@
 
 from __future__ import annotations
 
-import tempfile
 from datetime import datetime
-from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Any, Literal
 
-from fastapi import APIRouter, File, UploadFile
+from fastapi import APIRouter, Request
 from fastapi.concurrency import run_in_threadpool
+from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 
-from api import admin, audit, problems, queue
+from api import admin, audit, imports, problems, queue
 from api.audit import record
 from api.auth import expiry, iso
 from api.deps import DB, Admin, Config
 from api.errors import ServiceError
+from api.uploads import form_schema
 
 router = APIRouter(prefix="/api/v1/admin", tags=["admin"])
-PACKAGE_LIMIT_BYTES = 256 * 2**20
 
 
 class TeamIn(BaseModel):
@@ -66,27 +65,32 @@ class ContestIn(BaseModel):
     hidden_detail: Literal["verdict", "judged"] | None = None
 
 
-@router.post("/problems", status_code=201)
-async def import_problem(
-    user: Admin,
-    db: DB,
-    settings: Config,
-    file: Annotated[UploadFile, File(description="a problem package as .zip or .tar.gz")],
-) -> dict[str, Any]:
-    name = Path(file.filename or "package.zip").name
-    with tempfile.TemporaryDirectory(prefix="memorace-upload-") as tmp:
-        upload = Path(tmp) / name
-        size = 0
-        with upload.open("wb") as out:
-            while chunk := await file.read(2**20):
-                size += len(chunk)
-                if size > PACKAGE_LIMIT_BYTES:
-                    raise ServiceError(
-                        f"a package upload is at most {PACKAGE_LIMIT_BYTES} bytes", 413
-                    )
-                out.write(chunk)
-        version = await run_in_threadpool(problems.import_upload, db, settings, upload, user)
-    return {"slug": version.problem.slug, "version": version.number, "cases": len(version.cases)}
+PACKAGE_FORM = form_schema("a problem package as .zip or .tar.gz", {})
+
+
+@router.post("/problems", status_code=202, openapi_extra=PACKAGE_FORM)
+async def import_problem(request: Request, user: Admin, db: DB, settings: Config) -> JSONResponse:
+    """Store the package and queue its import: 202 with the job to follow (GET its url)."""
+    upload = await imports.receive(request, settings)
+    try:
+        job = await run_in_threadpool(imports.create_job, db, settings, user, upload)
+        await run_in_threadpool(db.commit)
+    except BaseException:
+        imports.discard(settings, upload)
+        raise
+    await run_in_threadpool(imports.send, db, job)
+    body = await run_in_threadpool(imports.job_dict, db, job)
+    return JSONResponse(body, status_code=202, headers={"Location": body["url"]})
+
+
+@router.get("/imports")
+def list_imports(user: Admin, db: DB, limit: int = 20) -> list[dict[str, Any]]:
+    return [imports.job_dict(db, j) for j in imports.recent_jobs(db, min(max(limit, 1), 200))]
+
+
+@router.get("/imports/{job_id}")
+def get_import(job_id: int, user: Admin, db: DB) -> dict[str, Any]:
+    return imports.job_dict(db, imports.get_job(db, job_id))
 
 
 @router.patch("/problems/{slug}/cases/{case}")

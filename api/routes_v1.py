@@ -5,9 +5,9 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import AsyncIterator
-from typing import Annotated, Any
+from typing import Any
 
-from fastapi import APIRouter, File, Form, Request, UploadFile
+from fastapi import APIRouter, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import FileResponse, JSONResponse, PlainTextResponse, StreamingResponse
 
@@ -18,6 +18,7 @@ from api.deps import DB, Config, Contestant, Viewer
 from api.errors import ServiceError
 from api.leaderboard import leaderboard
 from api.settings import Settings
+from api.uploads import form_schema, read_upload
 
 router = APIRouter(prefix="/api/v1", tags=["contestants"])
 SSE_POLL_S = 0.5
@@ -79,25 +80,27 @@ def _problem_dict(version: Any, full: bool) -> dict[str, Any]:
     return data
 
 
-@router.post("/submissions", status_code=201)
-async def submit(
-    user: Contestant,
-    db: DB,
-    settings: Config,
-    problem: Annotated[str, Form(description="problem slug")],
-    file: Annotated[UploadFile, File(description="the planner: .py, .cpp, .zip or .tar.gz")],
-) -> JSONResponse:
-    data = await file.read(settings.upload_limit_bytes + 1)
+# The form is read by the route itself (api.uploads), after the token is checked.
+SUBMISSION_FORM = form_schema(
+    "the planner: .py, .cpp, .zip or .tar.gz", {"problem": "problem slug"}
+)
+
+
+@router.post("/submissions", status_code=201, openapi_extra=SUBMISSION_FORM)
+async def submit(request: Request, user: Contestant, db: DB, settings: Config) -> JSONResponse:
+    upload = await read_upload(request, settings.upload_limit_bytes)
+    if not upload.filename:
+        raise ServiceError("the form field 'file' is missing: send the planner file", 422)
     sub, reused = await run_in_threadpool(
         submissions.create_submission,
         db,
         settings,
         user,
-        check_form_problem(problem),
-        file.filename or "",
-        data,
+        check_form_problem(upload.fields.get("problem", "")),
+        upload.filename,
+        upload.data,
     )
-    db.commit()
+    await run_in_threadpool(db.commit)  # the rate limit's lock is held until here
     if not reused:
         await run_in_threadpool(submissions.send, db, sub)
     body = await run_in_threadpool(submissions.submission_dict, db, sub, user, reused)

@@ -36,6 +36,15 @@ class Settings:
     upload_limit_bytes: int = field(
         default_factory=lambda: int(_env("UPLOAD_LIMIT_BYTES", str(16 * 2**20)))
     )
+    # A problem package upload, and the import job that unpacks and checks it (a worker
+    # runs it in a child process with these limits, never the API).
+    package_limit_bytes: int = field(
+        default_factory=lambda: int(_env("PACKAGE_LIMIT_BYTES", str(256 * 2**20)))
+    )
+    import_time_limit_s: float = field(
+        default_factory=lambda: float(_env("IMPORT_TIME_LIMIT_S", "600"))
+    )
+    import_memory_mb: int = field(default_factory=lambda: int(_env("IMPORT_MEMORY_MB", "4096")))
     # At most this many submissions per team per window (seconds).
     rate_limit: int = field(default_factory=lambda: int(_env("RATE_LIMIT", "20")))
     rate_window_s: int = field(default_factory=lambda: int(_env("RATE_WINDOW_S", "300")))
@@ -104,9 +113,19 @@ class Settings:
     def queue_dir(self) -> Path:
         return self.data_dir / "queue"
 
+    @property
+    def imports(self) -> Path:
+        return self.data_dir / "imports"
+
     def ensure_dirs(self) -> None:
-        for path in (self.artifacts, self.plans, self.packages, self.queue_dir):
-            path.mkdir(parents=True, exist_ok=True)
+        """The data directory and its folders, owner-only: it holds the database, the
+        uploaded sources and the hidden cases. Files made afterwards by this process are
+        owner-only too (umask 077); the worker's sandboxes set their own modes."""
+        os.umask(0o077)
+        self.data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        self.data_dir.chmod(0o700)  # also an older, world-readable one
+        for path in (self.artifacts, self.plans, self.packages, self.queue_dir, self.imports):
+            path.mkdir(mode=0o700, parents=True, exist_ok=True)
 
 
 @cache

@@ -11,14 +11,24 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
 from api import queue
-from api.db.models import CaseResultRow, Contest, Judging, Submission, User, aware, utcnow
+from api.db.models import (
+    CaseResultRow,
+    Contest,
+    Judging,
+    Submission,
+    Team,
+    User,
+    aware,
+    utcnow,
+)
 from api.errors import Forbidden, NotFound, ServiceError, TooMany
 from api.problems import current_version
 from api.settings import Settings
+from api.uploads import too_large
 from judge.submission import ACCEPTED, SUFFIXES, upload_suffix
 
 log = logging.getLogger("memorace.api")
@@ -51,10 +61,7 @@ def create_submission(
     if not data:
         raise ServiceError("the uploaded file is empty")
     if len(data) > settings.upload_limit_bytes:
-        raise ServiceError(
-            f"the upload is {len(data)} bytes; at most {settings.upload_limit_bytes} are allowed",
-            413,
-        )
+        raise too_large(settings.upload_limit_bytes)
     version = current_version(db, slug)
     sha = hashlib.sha256(data).hexdigest()
     earlier = db.scalar(
@@ -121,6 +128,9 @@ def _store(path: Path, data: bytes) -> None:
 
 
 def _check_rate(db: Session, settings: Settings, user: User) -> None:
+    """Counted under the team's write lock, held until the caller commits the insert:
+    parallel uploads of one team are counted one after the other, never together."""
+    _lock_team(db, user.team_id)
     since = utcnow() - timedelta(seconds=settings.rate_window_s)
     recent = db.scalar(
         select(func.count(Submission.id)).where(
@@ -132,6 +142,13 @@ def _check_rate(db: Session, settings: Settings, user: User) -> None:
             f"team '{user.team.name if user.team else ''}' has made {recent} submissions in the "
             f"last {settings.rate_window_s} s; the limit is {settings.rate_limit}"
         )
+
+
+def _lock_team(db: Session, team_id: int | None) -> None:
+    if db.get_bind().dialect.name == "postgresql":
+        db.execute(select(Team.id).where(Team.id == team_id).with_for_update())
+    else:  # SQLite locks the whole database: a no-op write takes its write lock now
+        db.execute(update(Team).where(Team.id == team_id).values(id=Team.id))
 
 
 def _check_window(db: Session, user: User) -> None:

@@ -74,7 +74,7 @@ def test_rate_limit_and_upload_limits(client):
     assert reply.status_code == 429 and "limit is 3" in reply.json()["detail"]
     bob = contestant(client, "blue", "bob")
     reply = submit(client, bob, b"x" * 5000)
-    assert reply.status_code == 413 and "at most 4096" in reply.json()["detail"]
+    assert reply.status_code == 413 and "more than 4 KiB (4096 bytes)" in reply.json()["detail"]
     reply = submit(client, bob, PLANNER, name="../../etc/passwd")
     assert reply.status_code == 415
 
@@ -118,18 +118,30 @@ def _zip(root: Path) -> bytes:
     return buf.getvalue()
 
 
+def import_package(client: TestClient, content: bytes, name: str = "tiny.zip") -> dict:
+    """POST the package (202 and a job), run the job as a worker would, its final state."""
+    from api.imports import run_job
+
+    reply = client.post("/api/v1/admin/problems", files={"file": (name, content)})
+    assert reply.status_code == 202, reply.text
+    job = reply.json()
+    assert job["status"] == "queued" and reply.headers["location"] == job["url"]
+    run_job(get_settings(), job["id"])
+    return client.get(job["url"]).json()
+
+
 def test_problem_import_makes_a_new_version_and_rejects_bad_packages(client, tmp_path):
     pkg = make_package(tmp_path / "v2")
     (pkg / "statement.md").write_text("# Tiny, second edition\n")
-    reply = client.post("/api/v1/admin/problems", files={"file": ("tiny.zip", _zip(pkg))})
-    assert reply.status_code == 201, reply.text
-    assert reply.json() == {"slug": "tiny", "version": 2, "cases": 2}
+    job = import_package(client, _zip(pkg))
+    assert (job["status"], job["problem"], job["version"], job["cases"]) == ("done", "tiny", 2, 2)
     assert client.get("/api/v1/problems/tiny").json()["version"] == 2
     (pkg / "problem.toml").write_text((pkg / "problem.toml").read_text() + "\nbogus = 1\n")
-    reply = client.post("/api/v1/admin/problems", files={"file": ("tiny.zip", _zip(pkg))})
-    assert reply.status_code == 422 and "problem.toml" in reply.json()["detail"]
-    reply = client.post("/api/v1/admin/problems", files={"file": ("tiny.zip", b"not a zip")})
-    assert reply.status_code == 400 and "zip" in reply.json()["detail"]
+    job = import_package(client, _zip(pkg))
+    assert job["status"] == "failed" and "problem.toml" in job["detail"]
+    job = import_package(client, b"not a zip")
+    assert job["status"] == "failed" and "zip" in job["detail"]
+    assert not any((get_settings().imports).iterdir())  # every upload went with its job
     audit = client.get("/api/v1/admin/audit").json()
     assert [e["action"] for e in audit].count("import_problem") == 2  # bootstrap + v2
 

@@ -6,11 +6,16 @@ import logging
 import os
 import socket
 
-from celery.signals import after_setup_logger, worker_ready
+from celery.signals import (
+    after_setup_logger,
+    worker_process_init,
+    worker_process_shutdown,
+    worker_ready,
+)
 
 from api.db.session import migrate
-from api.queue import JUDGE_TASK, REAP_TASK, RESCORE_TASK
-from worker import judging
+from api.queue import IMPORT_TASK, JUDGE_TASK, REAP_TASK, RESCORE_TASK
+from worker import imports, judging, scratch
 from worker.celery_app import app, settings
 
 log = logging.getLogger("memorace.worker")
@@ -42,6 +47,16 @@ def _on_ready(**_: object) -> None:
     _remove_orphan_sandboxes()
 
 
+@worker_process_init.connect
+def _process_init(**_: object) -> None:
+    scratch.enter()
+
+
+@worker_process_shutdown.connect
+def _process_shutdown(**_: object) -> None:
+    scratch.leave()
+
+
 @app.task(name=JUDGE_TASK, bind=True, max_retries=None)
 def judge(self, judging_id: int) -> str:  # type: ignore[no-untyped-def]
     try:
@@ -63,6 +78,11 @@ def rescore(version_id: int, actor_id: int | None) -> int:
     return judging.rescore_version(settings, version_id)
 
 
+@app.task(name=IMPORT_TASK)
+def import_package(job_id: int) -> str:
+    return imports.run(settings, job_id)
+
+
 @app.task(name=REAP_TASK)
 def reap() -> list[int]:
     _remove_orphan_sandboxes()
@@ -70,9 +90,13 @@ def reap() -> list[int]:
 
 
 def _remove_orphan_sandboxes() -> None:
-    """Containers of judges killed without cleanup (SIGKILL, OOM) on this host."""
+    """Scratch folders and containers of judges killed without cleanup (SIGKILL, OOM)
+    on this host."""
     from judge.sandbox.docker import engine_available, remove_orphans
 
+    folders = scratch.remove_orphans()
+    if folders:
+        log.warning("removed %d scratch folders left by dead workers", folders)
     if settings.sandbox in ("", "docker") and engine_available():
         removed = remove_orphans()
         if removed:

@@ -51,12 +51,20 @@ def csrf_token(request: Request) -> str:
     return token
 
 
+# Upload forms read their own body (api.uploads: after the login is checked, size-capped)
+# and then call check_csrf; the guard must not read it first.
+UPLOAD_PATHS = frozenset({"/submit", "/admin/problems"})
+
+
 async def csrf_guard(request: Request) -> None:
     """Every state-changing request of the pages must echo the session's token."""
-    if request.method in SAFE_METHODS:
+    if request.method in SAFE_METHODS or request.url.path in UPLOAD_PATHS:
         return
     form = await request.form()  # cached: the endpoint's Form(...) fields reuse it
-    sent = form.get(CSRF_FIELD)
+    check_csrf(request, form.get(CSRF_FIELD))
+
+
+def check_csrf(request: Request, sent: Any) -> None:
     expected = request.session.get("csrf") if "session" in request.scope else None
     if not (
         isinstance(sent, str)

@@ -7,7 +7,8 @@ import math
 from pathlib import Path
 from typing import Annotated, Any
 
-from fastapi import File, Form, Request, UploadFile
+from fastapi import Form, Request
+from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse, Response
 from markupsafe import Markup
 from sqlalchemy.orm import Session
@@ -21,9 +22,11 @@ from api.leaderboard import leaderboard
 from api.login import Result as LoginResult
 from api.login import attempt
 from api.pages.common import (
+    CSRF_FIELD,
     UPLOAD_SUFFIXES,
     _markdown,
     _safe_next,
+    check_csrf,
     csrf_token,
     done,
     redirect,
@@ -33,6 +36,7 @@ from api.pages.common import (
 )
 from api.routes_v1 import check_form_problem
 from api.settings import Settings
+from api.uploads import Upload, read_upload
 from judge.errors import InputError
 from judge.package import load_problem
 from judge.pipeline import stored_plan
@@ -168,21 +172,26 @@ def submit_form(request: Request, user: Contestant, db: DB, problem: str = "") -
 
 
 @router.post("/submit")
-def submit(
-    request: Request,
-    user: Contestant,
-    db: DB,
-    settings: Config,
-    problem: Annotated[str, Form()] = "",
-    file: Annotated[UploadFile | None, File()] = None,
-) -> Response:
-    """The same steps as POST /api/v1/submissions, then the submission's page."""
+async def submit(request: Request, user: Contestant, db: DB, settings: Config) -> Response:
+    """The same steps as POST /api/v1/submissions, then the submission's page. The form
+    is read here, after the login is checked, with the upload limit as a hard cap."""
     try:
-        if file is None or not file.filename:
+        upload = await read_upload(request, settings.upload_limit_bytes)
+    except ServiceError as exc:
+        return await run_in_threadpool(_submit_form, request, db, user, "", exc.status, exc.message)
+    check_csrf(request, upload.fields.get(CSRF_FIELD))
+    return await run_in_threadpool(_submit, request, db, settings, user, upload)
+
+
+def _submit(
+    request: Request, db: Session, settings: Settings, user: User, upload: Upload
+) -> Response:
+    problem = upload.fields.get("problem", "")
+    try:
+        if not upload.filename:
             raise ServiceError("choose the planner file to upload")
-        data = file.file.read(settings.upload_limit_bytes + 1)
         sub, reused = submissions.create_submission(
-            db, settings, user, check_form_problem(problem), file.filename, data
+            db, settings, user, check_form_problem(problem), upload.filename, upload.data
         )
     except ServiceError as exc:
         db.rollback()

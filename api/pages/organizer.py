@@ -3,31 +3,31 @@ accounts and tokens, judging (rejudge, disqualify) and the audit log."""
 
 from __future__ import annotations
 
-import tempfile
 from collections.abc import Callable
 from datetime import UTC, datetime
 from functools import partial
-from pathlib import Path
 from typing import Annotated, Any
 
-from fastapi import File, Form, Request, UploadFile
+from fastapi import Form, Request
+from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import Response
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from api import admin, audit, auth, problems, queue
+from api import admin, audit, auth, imports, problems, queue
 from api.audit import record
 from api.db.models import Submission, Team, User
 from api.deps import DB, Admin, Config
 from api.errors import ServiceError
 from api.pages.common import (
+    CSRF_FIELD,
     _safe_next,
+    check_csrf,
     done,
     log,
     render,
     router,
 )
-from api.routes_admin import PACKAGE_LIMIT_BYTES
 from api.routes_tokens import revoke_all, revoke_one
 from api.settings import Settings
 
@@ -133,6 +133,7 @@ def _admin_problems(
         user,
         status,
         problems=problems.all_current(db),
+        jobs=[imports.job_dict(db, j) for j in imports.recent_jobs(db)],
         error=error or None,
     )
 
@@ -143,40 +144,29 @@ def admin_problems(request: Request, user: Admin, db: DB) -> Response:
 
 
 @router.post("/admin/problems")
-def admin_import(
-    request: Request,
-    user: Admin,
-    db: DB,
-    settings: Config,
-    file: Annotated[UploadFile | None, File()] = None,
-) -> Response:
-    def act() -> str:
-        if file is None or not file.filename:
-            raise ServiceError("choose a problem package (.zip or .tar.gz) to upload")
-        version = _import(db, settings, user, file)
-        return (
-            f"problem '{version.problem.slug}' is at version {version.number} "
-            f"({len(version.cases)} cases)"
-        )
-
-    return _act(request, db, "/admin/problems", act, partial(_admin_problems, request, db, user))
+async def admin_import(request: Request, user: Admin, db: DB, settings: Config) -> Response:
+    """As POST /api/v1/admin/problems: the package is stored and a worker imports it;
+    this page lists the import jobs."""
+    try:
+        upload = await imports.receive(request, settings)
+    except ServiceError as exc:
+        return await run_in_threadpool(_admin_problems, request, db, user, exc.status, exc.message)
+    try:
+        check_csrf(request, upload.fields.get(CSRF_FIELD))
+        return await run_in_threadpool(_import, request, db, settings, user, upload)
+    except BaseException:
+        imports.discard(settings, upload)
+        raise
 
 
-def _import(db: Session, settings: Settings, user: User, file: UploadFile) -> Any:
-    """As POST /api/v1/admin/problems: the upload to a temporary file, size-bounded."""
-    name = Path(file.filename or "package.zip").name
-    with tempfile.TemporaryDirectory(prefix="memorace-upload-") as tmp:
-        upload = Path(tmp) / name
-        size = 0
-        with upload.open("wb") as out:
-            while chunk := file.file.read(2**20):
-                size += len(chunk)
-                if size > PACKAGE_LIMIT_BYTES:
-                    raise ServiceError(
-                        f"a package upload is at most {PACKAGE_LIMIT_BYTES} bytes", 413
-                    )
-                out.write(chunk)
-        return problems.import_upload(db, settings, upload, user)
+def _import(request: Request, db: Session, settings: Settings, user: User, upload: Any) -> Response:
+    job = imports.create_job(db, settings, user, upload)
+    db.commit()
+    try:
+        imports.send(db, job)
+    except ServiceError as exc:
+        return _admin_problems(request, db, user, exc.status, exc.message)
+    return done(request, "/admin/problems", f"import job {job.id} queued: its status is below")
 
 
 @router.post("/admin/problems/{slug}/rescore")
