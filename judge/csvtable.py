@@ -148,13 +148,16 @@ def _slow_path(
                     )
                     raise error(f"column '{name}' {what}", path, i + 2)
         ids = [cells[0] for cells in rows]
-        clipped = [[_clip(int(c)) for c in cells[1:]] for cells in rows]
+        clipped = [[_clip(c) for c in cells[1:]] for cells in rows]
         return ids, np.array(clipped, dtype=np.int64).reshape(len(rows), width - 1)
 
 
-def _clip(value: int) -> int:
-    """Keep huge numbers out of int64 overflow; the range check then names them."""
-    return max(-(2**63), min(value, 2**63 - 1))
+def _clip(cell: str) -> int:
+    """Keep huge numbers out of int64 overflow (and out of int(), which refuses more than
+    4,300 digits); the range check then names them by their text."""
+    if len(cell.lstrip("-").lstrip("0")) > 19:
+        return -(2**63) if cell[0] == "-" else 2**63 - 1
+    return max(-(2**63), min(int(cell), 2**63 - 1))
 
 
 def _first_out_of_range(values: np.ndarray, lo: int, hi: int) -> int | None:

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
+
+_LONG = 10**40  # no valid number in any input is this long
 
 
 class InputError(Exception):
@@ -43,3 +46,21 @@ class NoPicture(InputError):
 
 class SubmissionError(InputError):
     """A broken upload: the message says what to fix; verdict BUILD_ERROR upstream."""
+
+
+def show_value(value: Any) -> str:
+    """A value from an input file for an error message: short, and safe for ints of any
+    length (repr() of an int over 4,300 digits raises ValueError)."""
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= _LONG:
+        return f"<a {_digits(abs(value))}-digit integer>"
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _digits(value: int) -> int:
+    n = int(value.bit_length() * 0.30102999566398120) + 1
+    while n > 1 and 10 ** (n - 1) > value:
+        n -= 1
+    while 10**n <= value:
+        n += 1
+    return n

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import tomli_w
 
-from judge.errors import PackageError
-from judge.package import Problem, load_cases, load_problem
+from judge.errors import PackageError, show_value
+from judge.package import CASE_NAME, Problem, load_cases, load_problem
 
 _CAPACITY_IN_NAME = re.compile(r"^(?P<name>.+)\.(?P<capacity>\d+)$")
 
@@ -77,6 +77,12 @@ def _stage_case(
     path: Path, staging: Path, capacity: int | None, hidden: frozenset[str]
 ) -> dict[str, object]:
     name, from_name = name_and_capacity(path)
+    if not CASE_NAME.fullmatch(name):
+        raise PackageError(
+            f"case name {show_value(name)} (from the file name) may use letters, digits, "
+            "'.', '_', '-' (at most 100)",
+            path.parent,
+        )
     cap = capacity if capacity is not None else from_name
     if cap is None:
         raise PackageError(

@@ -12,15 +12,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from judge.errors import InputError, PackageError
+from judge.csvtable import INT_LIMIT
+from judge.errors import InputError, PackageError, show_value
 from judge.types import ProblemType, get_type
 
 SPLITS = ("public", "hidden")
 _SLUG = re.compile(r"[a-z0-9][a-z0-9-]{0,63}")
-_CASE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
+CASE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 _TOP_KEYS = {"slug", "name", "type", "version", "limits", "cases", "description"}
 _LIMIT_KEYS = {"time_limit_s", "memory_limit_mb", "cpus", "gpus"}
 _CASE_KEYS = {"name", "split", "capacity", "weight"}
+MAX_MEMORY_MB = 2**20  # 1 TiB
+MAX_CPUS = 1024
+MAX_GPUS = 64
 
 
 @dataclass(frozen=True)
@@ -80,10 +84,7 @@ def load_problem(root: Path) -> Problem:
     root = Path(root)
     toml_path = root / "problem.toml"
     text = _read_text(toml_path)
-    try:
-        doc = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise PackageError(f"not valid TOML: {exc}", toml_path, _toml_error_line(exc)) from None
+    doc = _parse_toml(text, toml_path)
     where = _Locator(toml_path, text)
     _no_unknown_keys(doc, _TOP_KEYS, "problem.toml", where)
     slug = _get(doc, "slug", str, where)
@@ -97,8 +98,8 @@ def load_problem(root: Path) -> Problem:
     except KeyError as exc:
         where.fail("type", str(exc.args[0]))
     version = _get(doc, "version", int, where)
-    if version < 1:
-        where.fail("version", "version must be >= 1")
+    if not 1 <= version < 2**31:
+        where.fail("version", "version must be >= 1" if version < 1 else "version must be < 2^31")
     problem = Problem(
         slug=slug,
         name=_get(doc, "name", str, where),
@@ -168,7 +169,7 @@ def _get(table: dict[str, Any], key: str, kind: type, where: _Locator, after: in
     if kind is float and isinstance(value, int) and not isinstance(value, bool):
         value, ok = float(value), True
     if not ok:
-        where.fail(key, f"'{key}' must be {kind.__name__}, got {value!r}", after)
+        where.fail(key, f"'{key}' must be {kind.__name__}, got {show_value(value)}", after)
     return value
 
 
@@ -184,10 +185,13 @@ def _limits(table: Any, where: _Locator) -> Limits:
     limits = Limits(**values)
     if not 0 < limits.time_limit_s <= 3600:
         where.fail("time_limit_s", "time_limit_s must be in (0, 3600]")
-    if limits.memory_limit_mb < 16:
-        where.fail("memory_limit_mb", "memory_limit_mb must be >= 16")
-    if limits.cpus < 1 or limits.gpus < 0:
-        where.fail("cpus" if limits.cpus < 1 else "gpus", "need cpus >= 1 and gpus >= 0")
+    if not 16 <= limits.memory_limit_mb <= MAX_MEMORY_MB:
+        where.fail("memory_limit_mb", f"memory_limit_mb must be from 16 to {MAX_MEMORY_MB}")
+    if not (1 <= limits.cpus <= MAX_CPUS and 0 <= limits.gpus <= MAX_GPUS):
+        where.fail(
+            "cpus" if not 1 <= limits.cpus <= MAX_CPUS else "gpus",
+            f"need cpus from 1 to {MAX_CPUS} and gpus from 0 to {MAX_GPUS}",
+        )
     return limits
 
 
@@ -200,17 +204,17 @@ def _cases(raw: Any, root: Path, ptype: ProblemType, where: _Locator) -> list[Ca
         at = where.case_line(index) or 0
         _no_unknown_keys(entry, _CASE_KEYS, f"case {index + 1}", where, at)
         name = _get(entry, "name", str, where, at)
-        if not _CASE_NAME.fullmatch(name):
+        if not CASE_NAME.fullmatch(name):
             where.fail("name", f"case name {name!r} may use letters, digits, '.', '_', '-'", at)
         if name in seen:
             where.fail("name", f"case name {name!r} is used twice", at)
         seen.add(name)
         split = entry.get("split", "public")
         if split not in SPLITS:
-            where.fail("split", f"split must be 'public' or 'hidden', got {split!r}", at)
+            where.fail("split", f"split must be 'public' or 'hidden', got {show_value(split)}", at)
         capacity = _get(entry, "capacity", int, where, at)
-        if capacity < 0:
-            where.fail("capacity", "capacity must be >= 0", at)
+        if not 0 <= capacity <= INT_LIMIT:
+            where.fail("capacity", "capacity must be from 0 to 2^62", at)
         weight = _get(entry, "weight", float, where, at) if "weight" in entry else 1.0
         if not 0 < weight <= 1e6:
             where.fail("weight", "weight must be > 0", at)
@@ -255,8 +259,25 @@ def _read_text(path: Path) -> str:
         return path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise PackageError("file is missing", path) from None
+    except IsADirectoryError:
+        raise PackageError("is a folder, not a file", path) from None
     except UnicodeDecodeError:
         raise PackageError("is not UTF-8 text", path) from None
+    except OSError as exc:
+        raise PackageError(f"cannot read: {exc.strerror}", path) from None
+
+
+def _parse_toml(text: str, path: Path) -> dict[str, Any]:
+    """tomllib's own errors, and the two it lets escape: integers too long for int()
+    (ValueError) and nesting past the recursion limit (RecursionError)."""
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise PackageError(f"not valid TOML: {exc}", path, _toml_error_line(exc)) from None
+    except ValueError:
+        raise PackageError("not valid TOML: a number has too many digits", path) from None
+    except RecursionError:
+        raise PackageError("not valid TOML: nested too deeply", path) from None
 
 
 def _toml_error_line(exc: tomllib.TOMLDecodeError) -> int | None:

@@ -7,11 +7,13 @@ import re
 from typing import Any
 
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from judge.cli import app
+from judge.errors import CaseError
 from judge.types.offset.case import OffsetCase, parse_case_bytes
 from judge.types.offset.plan import OffsetPlan
 from judge.types.offset.verifier import lower_bound, verify
@@ -207,3 +209,12 @@ def test_a_lone_cr_is_named(tmp_path):
     assert json.loads(run.stdout)["message"] == (
         "plan.csv:2: a lone carriage return (CR, \\r) inside the line: lines end with LF or CRLF"
     )
+
+
+def test_integers_of_any_length_are_read_or_named():
+    """int() refuses more than 4,300 digits: found by tests/test_fuzz_readers.py."""
+    text = "id,lower,upper,size\nb,0," + "9" * 5000 + ",4\n"
+    with pytest.raises(CaseError, match=r"case.csv:2: column 'upper' is '9999.*', outside \[0, "):
+        parse_case_bytes(text.encode(), "case.csv", 16)
+    padded = "id,lower,upper,size\nb,0,1," + "0" * 30 + "4\n"  # leading zeros: still 4
+    assert parse_case_bytes(padded.encode(), "case.csv", 16).size.tolist() == [4]

@@ -96,7 +96,7 @@ def test_good_package_loads(tmp_path):
         (lambda t: t.replace("weight = 2", "weight = 0"), "problem.toml:19: weight must be > 0"),
         (
             lambda t: t.replace("capacity = 16\n\n", "capacity = -1\n\n"),
-            "problem.toml:13: capacity must be >= 0",
+            "problem.toml:13: capacity must be from 0 to 2^62",
         ),
         (lambda t: t.replace('name = "Tiny"\n', ""), "problem.toml: missing key 'name'"),
         (
@@ -197,3 +197,39 @@ def test_import_minimalloc_creates_a_missing_destination(tmp_path):
     (tmp_path / "file").write_text("")
     with pytest.raises(PackageError, match="cannot create the folder"):
         import_minimalloc(source, tmp_path / "file" / "sub", "mm")
+
+
+HEX = "0x" + "f" * 4000  # TOML reads it; printing it in decimal would raise
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        (lambda t: t.replace("version = 1", "version = 1" + "0" * 5000), "too many digits"),
+        (lambda t: t + "x = " + "[" * 60_000, "nested too deeply"),
+        (lambda t: t.replace("capacity = 16\n", f"capacity = {HEX}\n", 1), r"0 to 2\^62"),
+        (lambda t: t.replace('split = "public"', f"split = {HEX}"), "digit integer>"),
+        (lambda t: t.replace("memory_limit_mb = 512", "memory_limit_mb = 99999999999"), "16 to"),
+    ],
+)
+def test_hostile_problem_toml_is_a_package_error(tmp_path, edit, message):
+    """Found by tests/test_fuzz_readers.py: these escaped as ValueError / RecursionError."""
+    with pytest.raises(PackageError, match=message):
+        load_problem(make_package(tmp_path, edit(GOOD_TOML)))
+
+
+@pytest.mark.parametrize("name", ["problem.toml", "statement.md"])
+def test_a_folder_where_a_file_belongs_is_a_package_error(tmp_path, name):
+    pkg = make_package(tmp_path)
+    (pkg / name).unlink()
+    (pkg / name).mkdir()
+    with pytest.raises(PackageError, match="is a folder, not a file"):
+        load_problem(pkg)
+
+
+def test_import_minimalloc_refuses_file_names_that_are_no_case_names(tmp_path):
+    source = tmp_path / "cases"
+    source.mkdir()
+    (source / "b\udcff.16.csv").write_text(CASE)  # a non-UTF-8 byte in the name
+    with pytest.raises(PackageError, match="may use letters, digits"):
+        import_minimalloc(source, tmp_path / "dest", "mm")

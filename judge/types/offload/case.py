@@ -58,7 +58,10 @@ class OffloadCase:
 
 
 def read_case(path: Path, capacity: int | None) -> OffloadCase:
-    data = read_bounded(path, CASE_BYTE_LIMIT, CaseError)
+    return parse_case_bytes(read_bounded(path, CASE_BYTE_LIMIT, CaseError), path, capacity)
+
+
+def parse_case_bytes(data: bytes, path: Path | str, capacity: int | None) -> OffloadCase:
     return parse_case(load_json(data, path, CaseError), path, capacity)
 
 

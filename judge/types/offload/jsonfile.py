@@ -13,7 +13,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from judge.errors import InputError
+from judge.errors import InputError, show_value
+
+__all__ = ["HugeNumber", "load_json", "show_value"]
 
 MAX_DIGITS = 40  # far beyond 2^62 (19 digits); longer numbers are never valid
 
@@ -52,21 +54,3 @@ def load_json(data: bytes, path: Path | str, error: type[InputError]) -> Any:
         raise error(f"not valid JSON ({exc.msg})", path, exc.lineno) from None
     except RecursionError:
         raise error("JSON nested too deeply (valid files nest 4 levels)", path) from None
-
-
-def show_value(value: Any) -> str:
-    """A JSON value for an error message: short, and safe for ints of any length
-    (repr() of an int over 4,300 digits raises)."""
-    if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 10**MAX_DIGITS:
-        return f"<a {_digits(abs(value))}-digit integer>"
-    text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
-
-
-def _digits(value: int) -> int:
-    n = int(value.bit_length() * 0.30102999566398120) + 1
-    while n > 1 and 10 ** (n - 1) > value:
-        n -= 1
-    while 10**n <= value:
-        n += 1
-    return n

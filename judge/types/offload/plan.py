@@ -38,7 +38,10 @@ def plan_byte_limit(case: OffloadCase) -> int:
 
 
 def read_plan(path: Path, case: OffloadCase) -> OffloadPlan:
-    data = read_bounded(path, plan_byte_limit(case), PlanError)
+    return parse_plan_bytes(read_bounded(path, plan_byte_limit(case), PlanError), path, case)
+
+
+def parse_plan_bytes(data: bytes, path: Path | str, case: OffloadCase) -> OffloadPlan:
     return parse_plan(load_json(data, path, PlanError), path, case)
 
 

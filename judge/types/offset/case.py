@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 
 from judge.csvtable import INT_LIMIT, IdTable, parse_id_table, read_bounded
-from judge.errors import CaseError
+from judge.errors import CaseError, show_value
 
 CASE_COLUMNS = ("id", "lower", "upper", "size")
 CASE_OPTIONAL = ("alignment",)
@@ -48,7 +48,7 @@ def read_case(path: Path, capacity: int) -> OffsetCase:
 
 def parse_case_bytes(data: bytes, path: Path | str, capacity: int) -> OffsetCase:
     if not 0 <= capacity <= INT_LIMIT:
-        raise CaseError(f"capacity {capacity} is outside [0, 2^62]", path)
+        raise CaseError(f"capacity {show_value(capacity)} is outside [0, 2^62]", path)
     table = parse_id_table(data, path, CASE_COLUMNS, CASE_OPTIONAL, _RANGES, CaseError)
     ids = _check_ids(table)
     lower, upper, size = (table.ints[k] for k in ("lower", "upper", "size"))

@@ -1,0 +1,383 @@
+"""Every reader of outside input, fed random and mutated bytes, deep nesting and huge
+integers: only the documented errors (judge.errors.InputError and its family) may
+escape, never a traceback (issue 9). 10,000 examples per reader.
+
+Seeds are small valid inputs cut from the shipped problems (a few rows, steps and
+tensors each), so that mutations reach the checks behind the syntax; a parsed plan
+is also verified and scored, which must not raise either.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gzip
+import io
+import json
+import os
+import shutil
+import tarfile
+import tempfile
+import zipfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from judge.errors import CaseError, PackageError, PlanError, SubmissionError
+from judge.importer import import_minimalloc
+from judge.package import load_cases, load_problem
+from judge.submission import prepare_submission
+from judge.types import get_type
+from judge.types.offload import case as offload_case
+from judge.types.offload import plan as offload_plan
+from judge.types.offset import case as offset_case
+from judge.types.offset import plan as offset_plan
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLES = int(os.environ.get("MEMORACE_FUZZ_EXAMPLES", "10000"))  # fewer only while developing
+FUZZ = settings(
+    max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck), database=None
+)
+
+# Tokens that broke readers before, or could: long and wide integers, nesting, line ends.
+SPECIAL = [
+    b"9" * 5000, b"1" * 19, b"4611686018427387904", b"4611686018427387905",
+    b"9223372036854775808", b"18446744073709551616", b"-1", b"-0", b"0x" + b"f" * 4000,
+    b"1e999", b"-1e999", b"NaN", b"Infinity", b"1.5", b"true", b"null", b'""', b"[]", b"{}",
+    b"[" * 5000, b"{" * 5000, b'{"a":' * 3000, b"]", b"}", b",", b":", b'"', b"\\",
+    b"\r", b"\r\n", b"\n", b"\n\n", b"\x00", b"\xff", b"\xef\xbb\xbf", b"\xed\xa0\x80",
+    b" ", b"\t", b"=", b"[[cases]]\n", b'"""', b"'''", b"\\u0000", b"\\ud800",
+]  # fmt: skip
+
+
+@st.composite
+def mutated(draw: Any, seeds: list[bytes]) -> bytes:
+    """A seed with a few random edits: bytes replaced, tokens inserted, ranges cut or doubled."""
+    data = bytearray(draw(st.sampled_from(seeds)))
+    for _ in range(draw(st.integers(0, 4))):
+        op = draw(st.integers(0, 4))
+        at = draw(st.integers(0, len(data)))
+        end = min(len(data), at + draw(st.integers(0, 40)))
+        if op == 0:
+            data[at:end] = draw(st.binary(max_size=3))
+        elif op == 1:
+            data[at:at] = draw(st.sampled_from(SPECIAL))
+        elif op == 2:
+            del data[at:end]
+        elif op == 3:
+            data[at:at] = data[at:end]
+        else:
+            data[at:at] = draw(st.binary(min_size=1, max_size=8))
+    return bytes(data)
+
+
+def _repeat(opener: bytes, times: int) -> bytes:
+    return opener * times
+
+
+# Named functions, not lambdas, and strategies built once: hypothesis describes a lambda
+# by compiling its source, which would dominate the time of each example.
+DEEP = st.builds(
+    _repeat, st.sampled_from([b"[", b'{"a":', b"a = [", b"a = {b = "]), st.integers(100, 100_000)
+)
+RANDOM = st.binary(max_size=300)
+
+
+def inputs(seeds: list[bytes]) -> st.SearchStrategy[bytes]:
+    return st.one_of(mutated(seeds), mutated(seeds), RANDOM, DEEP)
+
+
+# --- seeds from the shipped problems -----------------------------------------------------------
+
+
+def shipped(kind: str) -> list[Path]:
+    return sorted(ROOT.glob(f"problems/*/data/public/*.{kind}"))
+
+
+def small_csv_cases() -> list[bytes]:
+    out = []
+    for path in shipped("csv"):
+        lines = path.read_bytes().splitlines(keepends=True)
+        out.append(b"".join(lines[:12]))
+    return out
+
+
+def stacked_plan(case: offset_case.OffsetCase) -> bytes:
+    """A valid plan: buffers one above the other, each aligned."""
+    rows, top = [], 0
+    for bid, size, align in zip(case.ids, case.size.tolist(), case.alignment.tolist(), strict=True):
+        top = -(-top // align) * align
+        rows.append(f"{bid},{top}\n")
+        top += size
+    return ("id,offset\n" + "".join(rows)).encode()
+
+
+def small_offload_cases() -> list[dict[str, Any]]:
+    out = []
+    for path in shipped("json"):
+        raw = json.loads(path.read_bytes())
+        steps = raw["steps"][:8]
+        tensors = [t for t in raw["tensors"] if t["uses"][-1] < len(steps)][:8]
+        out.append({**raw, "steps": steps, "tensors": tensors})
+    return out
+
+
+def one_residency_plan(raw: dict[str, Any]) -> dict[str, Any]:
+    entries, top = [], 0
+    for t in raw["tensors"]:
+        top = -(-top // t["alignment"]) * t["alignment"]
+        entries.append({"id": t["id"], "residencies": [{"offset": top, "uses": len(t["uses"])}]})
+        top += t["size"]
+    return {"tensors": entries}
+
+
+OFFSET_CASES = small_csv_cases()
+OFFSET_PARSED = [offset_case.parse_case_bytes(c, "case.csv", 2**62) for c in OFFSET_CASES]
+OFFSET_PLANS = [stacked_plan(c) for c in OFFSET_PARSED]
+OFFLOAD_RAW = small_offload_cases()
+OFFLOAD_CASES = [json.dumps(r, indent=1).encode() for r in OFFLOAD_RAW]
+OFFLOAD_PARSED = [offload_case.parse_case(r, "case.json", None) for r in OFFLOAD_RAW]
+OFFLOAD_PLANS = [json.dumps(one_residency_plan(r), indent=1).encode() for r in OFFLOAD_RAW]
+OFFSET_PLAN_INPUTS = [inputs([p]) for p in OFFSET_PLANS]
+OFFLOAD_PLAN_INPUTS = [inputs([p]) for p in OFFLOAD_PLANS]
+
+
+def test_seeds_are_valid():
+    assert len(OFFSET_CASES) >= 5 and len(OFFLOAD_CASES) >= 5
+    for case, plan in zip(OFFSET_PARSED, OFFSET_PLANS, strict=True):
+        offset_plan.parse_plan_bytes(plan, "plan.csv", case)
+    for case, plan in zip(OFFLOAD_PARSED, OFFLOAD_PLANS, strict=True):
+        offload_plan.parse_plan_bytes(plan, "plan.json", case)
+
+
+# --- case and plan readers -----------------------------------------------------------------------
+
+
+def check_everything(type_name: str, case: Any, plan: Any) -> None:
+    """Verifying and scoring a parsed plan never raises."""
+    ptype = get_type(type_name)
+    bound = ptype.lower_bound(case)
+    ptype.score(case, bound, ptype.verify(case, plan))
+
+
+@FUZZ
+@given(inputs(OFFSET_CASES), st.sampled_from([0, 16, 2**62]))
+def test_offset_case_reader(data: bytes, capacity: int):
+    try:
+        case = offset_case.parse_case_bytes(data, "case.csv", capacity)
+    except CaseError:
+        return
+    get_type("offset").lower_bound(case)
+
+
+@FUZZ
+@given(st.data())
+def test_offset_plan_reader(data: st.DataObject):
+    k = data.draw(st.integers(0, len(OFFSET_PARSED) - 1))
+    raw = data.draw(OFFSET_PLAN_INPUTS[k])
+    try:
+        plan = offset_plan.parse_plan_bytes(raw, "plan.csv", OFFSET_PARSED[k])
+    except PlanError:
+        return
+    check_everything("offset", OFFSET_PARSED[k], plan)
+
+
+@FUZZ
+@given(inputs(OFFLOAD_CASES), st.sampled_from([None, 16]))
+def test_offload_case_reader(data: bytes, capacity: int | None):
+    try:
+        case = offload_case.parse_case_bytes(data, "case.json", capacity)
+    except CaseError:
+        return
+    get_type("offload").lower_bound(case)
+
+
+@FUZZ
+@given(st.data())
+def test_offload_plan_reader(data: st.DataObject):
+    k = data.draw(st.integers(0, len(OFFLOAD_PARSED) - 1))
+    raw = data.draw(OFFLOAD_PLAN_INPUTS[k])
+    try:
+        plan = offload_plan.parse_plan_bytes(raw, "plan.json", OFFLOAD_PARSED[k])
+    except PlanError:
+        return
+    check_everything("offload", OFFLOAD_PARSED[k], plan)
+
+
+def test_file_readers_refuse_what_is_not_a_file(tmp_path: Path):
+    (tmp_path / "dir").mkdir()
+    (tmp_path / "link").symlink_to(tmp_path / "dir")
+    for name in ("dir", "link", "missing"):
+        with pytest.raises(CaseError):
+            offload_case.read_case(tmp_path / name, None)
+        with pytest.raises(PlanError):
+            offload_plan.read_plan(tmp_path / name, OFFLOAD_PARSED[0])
+        with pytest.raises(CaseError):
+            offset_case.read_case(tmp_path / name, 16)
+        with pytest.raises(PlanError):
+            offset_plan.read_plan(tmp_path / name, OFFSET_PARSED[0])
+
+
+# --- packages and the MiniMalloc importer --------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def scratch() -> Iterator[Path]:
+    # Thousands of small files: tmpfs where there is one (30x faster than an overlay disk).
+    shm = Path("/dev/shm")
+    where = str(shm) if shm.is_dir() and os.access(shm, os.W_OK) else None
+    with tempfile.TemporaryDirectory(prefix="memorace-fuzz-", dir=where) as tmp:
+        yield Path(tmp)
+
+
+def fresh(folder: Path) -> Path:
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    return folder
+
+
+TINY_TOML = b"""\
+slug = "tiny"
+name = "Tiny"
+type = "offset"
+version = 1
+
+[limits]
+time_limit_s = 5.0
+memory_limit_mb = 512
+cpus = 1
+gpus = 0
+
+[[cases]]
+name = "one"
+split = "public"
+capacity = 1073741824
+
+[[cases]]
+name = "two"
+split = "hidden"
+capacity = 1073741824
+weight = 2.5
+"""
+OFFLOAD_TOML = TINY_TOML.replace(b'"offset"', b'"offload"')
+# Which file becomes a folder instead (the layouts an organizer's archive can have).
+LAYOUTS = ["", "problem.toml", "statement.md", "data/public/one", "data"]
+PACKAGE_INPUTS = {
+    "offset": (inputs([TINY_TOML]), inputs(OFFSET_CASES), st.sampled_from(OFFSET_CASES)),
+    "offload": (inputs([OFFLOAD_TOML]), inputs(OFFLOAD_CASES), st.sampled_from(OFFLOAD_CASES)),
+}
+STATEMENTS = mutated([b"# Tiny\n\nPlace the buffers.\n"])
+
+
+@FUZZ
+@given(
+    st.sampled_from(["offset", "offload"]),
+    st.data(),
+    st.sampled_from(LAYOUTS),
+)
+def test_package_loader(scratch: Path, kind: str, data: st.DataObject, layout: str):
+    toml, fuzzed_case, good_case = PACKAGE_INPUTS[kind]
+    suffix = ".csv" if kind == "offset" else ".json"
+    pkg = fresh(scratch / "pkg" / "tiny")
+    files = {
+        "problem.toml": data.draw(toml),
+        "statement.md": data.draw(STATEMENTS),
+        f"data/public/one{suffix}": data.draw(fuzzed_case),
+        f"data/hidden/two{suffix}": data.draw(good_case),
+    }
+    for name, content in files.items():
+        path = pkg / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if layout and name.startswith(layout):
+            path.mkdir(parents=True, exist_ok=True)
+        else:
+            path.write_bytes(content)
+    with contextlib.suppress(PackageError):
+        load_cases(load_problem(pkg))
+
+
+MM_NAMES = ["input.12.csv", "A.1048576.csv", "case.csv", "b.99999999999999999999999.csv"]
+
+
+def _csv_name(stem: str) -> str:
+    return stem + ".csv"
+
+
+NAME_TEXT = st.text(st.characters(blacklist_characters="/\x00"), min_size=1, max_size=30)
+
+
+@FUZZ
+@given(
+    st.lists(
+        st.tuples(
+            st.one_of(
+                st.sampled_from(MM_NAMES),
+                NAME_TEXT.map(_csv_name),
+            ),
+            inputs(OFFSET_CASES),
+        ),
+        min_size=1,
+        max_size=3,
+    ),
+    st.sampled_from([None, 2**30]),
+)
+def test_minimalloc_importer(scratch: Path, files: list[tuple[str, bytes]], capacity: int | None):
+    source = fresh(scratch / "mm-source")
+    dest = fresh(scratch / "mm-dest")
+    for name, content in files:
+        if name in (".csv", "..csv") or len(name.encode()) > 200:
+            continue
+        (source / name).write_bytes(content)
+    with contextlib.suppress(PackageError):
+        import_minimalloc(source, dest, "mm", capacity)
+
+
+# --- archives (submissions; problem packages use the same unpacking) ------------------------------
+
+
+def zip_seed() -> bytes:
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_STORED) as zf:
+        zf.writestr("team/memorace.toml", 'run = ["python3", "main.py"]\n')
+        zf.writestr("team/main.py", "print('plan')\n")
+        zf.writestr("__MACOSX/._main.py", "junk")
+    return out.getvalue()
+
+
+def tar_seed() -> bytes:
+    out = io.BytesIO()
+    with tarfile.open(fileobj=out, mode="w", format=tarfile.PAX_FORMAT) as tf:
+        for name, text in (("memorace.toml", b'run = "./planner"\n'), ("planner", b"#!/bin/sh\n")):
+            info = tarfile.TarInfo(name)
+            info.size, info.mode = len(text), 0o755
+            tf.addfile(info, io.BytesIO(text))
+    return out.getvalue()
+
+
+ARCHIVE_INPUTS = {
+    "zip": inputs([zip_seed()]),
+    "tar": inputs([tar_seed()]),
+    "tgz": inputs([gzip.compress(tar_seed(), mtime=0)]),
+}
+
+
+@FUZZ
+@given(
+    st.sampled_from(["zip", "tar", "tgz"]),
+    st.data(),
+)
+def test_archive_unpacking(scratch: Path, kind: str, data: st.DataObject):
+    if kind == "zip":
+        raw, name = data.draw(ARCHIVE_INPUTS["zip"]), "sub.zip"
+    elif kind == "tar":  # a fuzzed tar inside a valid gzip stream
+        raw, name = gzip.compress(data.draw(ARCHIVE_INPUTS["tar"]), mtime=0), "sub.tar.gz"
+    else:
+        raw, name = data.draw(ARCHIVE_INPUTS["tgz"]), "sub.tgz"
+    folder = fresh(scratch / "upload")
+    source = folder / name
+    source.write_bytes(raw)
+    with contextlib.suppress(SubmissionError):
+        prepare_submission(source, folder / "out")
