@@ -229,9 +229,7 @@ def result_dict(row: CaseResultRow, policy: str) -> dict[str, Any]:
     its name and split (public in the problem) and, under "verdict", its verdict;
     every other field is null, so that nothing derived from the case can leak."""
     withheld = row.split != "public" and policy != "all"
-    shown = {key: getattr(row, key) for key in WITHHELD}
-    if withheld:
-        shown = dict.fromkeys(WITHHELD)
+    shown = dict.fromkeys(WITHHELD) if withheld else {k: getattr(row, k) for k in WITHHELD}
     verdict = JUDGED if withheld and policy == "judged" else row.verdict
     return {"case": row.case, "split": row.split, "verdict": verdict, **shown,
             "withheld": withheld}  # fmt: skip
@@ -244,6 +242,8 @@ def shown_detail(sub: Submission, judging: Judging | None, results: list[dict], 
     detail = sub.status_detail
     if policy == "all":
         return detail
+    # The two failure lines worker.judging.fail_judging writes: "the judge failed
+    # [after N attempts] (REASON); retrying | this is our fault, ...".
     failed = re.fullmatch(
         r"(the judge failed(?: after \d+ attempts)?) \(.*\)(; [^()]*)", detail, re.S
     )
