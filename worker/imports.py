@@ -8,6 +8,7 @@ and not the worker; the job then fails with the reason.
 from __future__ import annotations
 
 import logging
+import os
 import resource
 import subprocess
 import sys
@@ -24,10 +25,14 @@ def run(settings: Settings, job_id: int) -> str:
     def limit() -> None:
         resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
 
+    # One thread per numeric library: their per-thread buffers would count against the
+    # address-space limit on a host with many cores.
+    env = os.environ | dict.fromkeys(("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS"), "1")
     try:
         child = subprocess.run(
             [sys.executable, "-m", "api.imports", str(job_id)],
             cwd=ROOT,
+            env=env,
             preexec_fn=limit,
             capture_output=True,
             text=True,
