@@ -35,6 +35,7 @@ from judge.types.offload import case as offload_case
 from judge.types.offload import plan as offload_plan
 from judge.types.offset import case as offset_case
 from judge.types.offset import plan as offset_plan
+from tests.test_package import GOOD_TOML
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = int(os.environ.get("MEMORACE_FUZZ_EXAMPLES", "10000"))  # fewer only while developing
@@ -163,48 +164,43 @@ def check_everything(type_name: str, case: Any, plan: Any) -> None:
     ptype.score(case, bound, ptype.verify(case, plan))
 
 
+# type -> (parse a case from bytes, its fuzzed inputs, capacities, parse a plan, plan name)
+READERS: dict[str, tuple[Any, ...]] = {
+    "offset": (offset_case.parse_case_bytes, inputs(OFFSET_CASES), [0, 16, 2**62],
+               offset_plan.parse_plan_bytes, "plan.csv"),
+    "offload": (offload_case.parse_case_bytes, inputs(OFFLOAD_CASES), [None, 16],
+                offload_plan.parse_plan_bytes, "plan.json"),
+}  # fmt: skip
+PLAN_SEEDS = {
+    "offset": list(zip(OFFSET_PARSED, OFFSET_PLAN_INPUTS, strict=True)),
+    "offload": list(zip(OFFLOAD_PARSED, OFFLOAD_PLAN_INPUTS, strict=True)),
+}
+
+
+@pytest.mark.parametrize("kind", ["offset", "offload"])
 @FUZZ
-@given(inputs(OFFSET_CASES), st.sampled_from([0, 16, 2**62]))
-def test_offset_case_reader(data: bytes, capacity: int):
+@given(data=st.data())
+def test_case_reader(kind: str, data: st.DataObject):
+    parse, fuzzed, capacities, _, _ = READERS[kind]
+    raw, capacity = data.draw(fuzzed), data.draw(st.sampled_from(capacities))
     try:
-        case = offset_case.parse_case_bytes(data, "case.csv", capacity)
+        case = parse(raw, "case", capacity)
     except CaseError:
         return
-    get_type("offset").lower_bound(case)
+    get_type(kind).lower_bound(case)
 
 
+@pytest.mark.parametrize("kind", ["offset", "offload"])
 @FUZZ
-@given(st.data())
-def test_offset_plan_reader(data: st.DataObject):
-    k = data.draw(st.integers(0, len(OFFSET_PARSED) - 1))
-    raw = data.draw(OFFSET_PLAN_INPUTS[k])
+@given(data=st.data())
+def test_plan_reader(kind: str, data: st.DataObject):
+    _, _, _, parse, name = READERS[kind]
+    case, fuzzed = data.draw(st.sampled_from(PLAN_SEEDS[kind]))
     try:
-        plan = offset_plan.parse_plan_bytes(raw, "plan.csv", OFFSET_PARSED[k])
+        plan = parse(data.draw(fuzzed), name, case)
     except PlanError:
         return
-    check_everything("offset", OFFSET_PARSED[k], plan)
-
-
-@FUZZ
-@given(inputs(OFFLOAD_CASES), st.sampled_from([None, 16]))
-def test_offload_case_reader(data: bytes, capacity: int | None):
-    try:
-        case = offload_case.parse_case_bytes(data, "case.json", capacity)
-    except CaseError:
-        return
-    get_type("offload").lower_bound(case)
-
-
-@FUZZ
-@given(st.data())
-def test_offload_plan_reader(data: st.DataObject):
-    k = data.draw(st.integers(0, len(OFFLOAD_PARSED) - 1))
-    raw = data.draw(OFFLOAD_PLAN_INPUTS[k])
-    try:
-        plan = offload_plan.parse_plan_bytes(raw, "plan.json", OFFLOAD_PARSED[k])
-    except PlanError:
-        return
-    check_everything("offload", OFFLOAD_PARSED[k], plan)
+    check_everything(kind, case, plan)
 
 
 def test_file_readers_refuse_what_is_not_a_file(tmp_path: Path):
@@ -239,29 +235,7 @@ def fresh(folder: Path) -> Path:
     return folder
 
 
-TINY_TOML = b"""\
-slug = "tiny"
-name = "Tiny"
-type = "offset"
-version = 1
-
-[limits]
-time_limit_s = 5.0
-memory_limit_mb = 512
-cpus = 1
-gpus = 0
-
-[[cases]]
-name = "one"
-split = "public"
-capacity = 1073741824
-
-[[cases]]
-name = "two"
-split = "hidden"
-capacity = 1073741824
-weight = 2.5
-"""
+TINY_TOML = GOOD_TOML.replace("capacity = 16", "capacity = 1073741824").encode()
 OFFLOAD_TOML = TINY_TOML.replace(b'"offset"', b'"offload"')
 # Which file becomes a folder instead (the layouts an organizer's archive can have).
 LAYOUTS = ["", "problem.toml", "statement.md", "data/public/one", "data"]

@@ -395,3 +395,10 @@ def test_cli_verify_takes_the_capacity_from_the_case_file(tmp_path: Path):
     plan.write_text(json.dumps({"tensors": []}))
     run = CliRunner().invoke(app, ["verify", "--type", "offload", str(case), str(plan)])
     assert run.exit_code == 1 and "BAD_OUTPUT" in run.stdout and "None" not in run.stdout
+
+
+def test_use_counts_near_2_to_the_62_are_summed_exactly():
+    plan = with_residency(0, 0, uses=2**62)
+    plan["tensors"][0]["residencies"][1]["uses"] = 2**62 - 1
+    result = check(plan)  # float64 would say 2^63
+    assert result.message == f"the residencies of a cover {2**63 - 1} uses, but it has 2"

@@ -66,7 +66,11 @@ def _coverage(case: OffloadCase, plan: OffloadPlan) -> str:
     bad = np.flatnonzero(plan.count < 1)
     if bad.size:
         return f"{residency_name(case, plan, int(bad[0]))} covers no use (uses must be >= 1)"
-    covered = np.bincount(plan.tensor, weights=plan.count, minlength=len(case))
+    if int(plan.count.max(initial=0)) * len(plan) < 2**53:  # float sums are exact
+        covered = np.bincount(plan.tensor, weights=plan.count, minlength=len(case))
+    else:  # counts near 2^62 (always wrong, but the message must say the true sum)
+        covered = np.zeros(len(case), dtype=object)
+        np.add.at(covered, plan.tensor, plan.count.astype(object))
     have = np.diff(case.use_start)
     wrong = np.flatnonzero(covered != have)
     if wrong.size:
