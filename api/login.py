@@ -37,6 +37,7 @@ from api.db.session import session_scope
 from api.settings import Settings
 
 KEY_LENGTH = 200  # login_throttle.key
+USERNAME_LENGTH = 100  # users.username
 
 
 @dataclass(frozen=True)
@@ -88,6 +89,7 @@ async def attempt(
 
 
 def _keys(settings: Settings, username: str, address: str) -> list[Key]:
+    username = username.replace("\x00", "\ufffd")  # PostgreSQL text holds no NUL
     return [
         Key(
             f"user:{username}"[:KEY_LENGTH],
@@ -146,7 +148,10 @@ def _begin(settings: Settings, keys: list[Key], username: str) -> _Begun | float
             if locked_until or count > key.lock_after:
                 return max(_seconds_until(locked_until), settings.login_backoff_s, 1.0)
             counts[key.key] = count
-        user = user_named(db, username)
+        # A name no account can have (too long, NUL, which PostgreSQL refuses) is
+        # looked up nowhere but still costs its hash and counts as a failure.
+        known = 0 < len(username) <= USERNAME_LENGTH and "\x00" not in username
+        user = user_named(db, username) if known else None
         return _Begun(counts, user.id if user else None, user.password_hash if user else "")
 
 

@@ -7,17 +7,28 @@ so that the per-address counts of one test do not reach another.
 
 from __future__ import annotations
 
+import asyncio
 import re
 import statistics
 import threading
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
 import pytest
+from fastapi import FastAPI
+from hypothesis import HealthCheck, example, given
+from hypothesis import settings as hypothesis_settings
+from hypothesis import strategies as st
 
+from api.auth import hash_password
+from api.db.models import User
+from api.db.session import migrate, session_scope
+from api.login import Result, attempt
+from api.settings import Settings
 from tests.service import Service, small_package, start_service
 from tests.test_service_e2e import backends
 
@@ -274,3 +285,61 @@ def test_metrics_need_an_organizer(service: Service) -> None:
     assert service.api("GET", "/metrics", contestant).status_code == 403
     scraped = service.api("GET", "/metrics")
     assert scraped.status_code == 200 and "memorace_queue_depth" in scraped.text
+
+
+# --- the login path in-process: the hash bound, and any name or password ------------------
+
+
+@contextmanager
+def _login_db(kind: str, tmp: Path, **limits: float) -> Iterator[Settings]:
+    """A migrated database with one user (password 'right-password'), and settings whose
+    throttle never locks (unless `limits` say otherwise)."""
+    with backends(kind) as (db_url, _):
+        settings = Settings(
+            data_dir=tmp, database_url=db_url or f"sqlite:///{tmp}/db.sqlite",
+            **{"login_free_failures": 10**9, "login_lock_after": 10**9,
+               "login_addr_free_failures": 10**9, "login_addr_lock_after": 10**9, **limits},
+        )  # fmt: skip
+        migrate(settings.database_url)
+        with session_scope(settings.database_url) as db:
+            db.add(User(username="known", password_hash=hash_password("right-password")))
+        yield settings
+
+
+def test_logins_beyond_the_hash_slots_wait_then_get_busy(tmp_path: Path) -> None:
+    with _login_db("embedded", tmp_path, login_hashes=1, login_hash_wait_s=0.05) as settings:
+        app = FastAPI()
+
+        async def flood() -> list[Result]:
+            tries = [attempt(app, settings, "known", "wrong", f"10.0.0.{i}") for i in range(12)]
+            return await asyncio.gather(*tries)
+
+        results = asyncio.run(flood())
+        busy = [r for r in results if r.busy]
+        print(f"12 logins at once, 1 hash slot, 50 ms wait: {len(busy)} got 503")
+        assert busy and len(busy) < 12 and all(r.retry_after >= 1 for r in busy)
+        good = asyncio.run(attempt(app, settings, "known", "right-password", "10.0.1.1"))
+        assert good.user_id is not None and good.session_id
+
+
+@pytest.mark.parametrize("kind", ["postgres+redis", "embedded"])
+def test_any_name_and_password_is_answered(kind: str, tmp_path: Path) -> None:
+    """Form fields are outside input: any text (NUL, 10,000 characters, any script) is
+    a failed login, never an error, on both databases."""
+    with _login_db(kind, tmp_path) as settings:
+        app, loop = FastAPI(), asyncio.new_event_loop()
+
+        @hypothesis_settings(
+            max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+        )
+        @example("nul\x00name", "pw")
+        @example("x" * 5000, "")
+        @given(st.text(max_size=300) | st.just("known"), st.text(max_size=10_000))
+        def check(username: str, password: str) -> None:
+            result = loop.run_until_complete(attempt(app, settings, username, password, "10.0.2.1"))
+            assert result.user_id is None and not result.busy
+
+        try:
+            check()
+        finally:
+            loop.close()
