@@ -105,6 +105,7 @@ def random_case(seed: int) -> dict:
     n_steps = 1 if kind == 0 else rng.randint(2, 30)
     n_tensors = 1 if kind == 1 else rng.randint(2, 45)
     steps = [0 if kind == 2 or rng.random() < 0.1 else rng.randint(1, 400) for _ in range(n_steps)]
+    steps[-1] = steps[-1] or 1  # a case whose steps all last 0 is refused (issue 9)
     scale = 2**33 + 7 if kind == 3 else rng.choice([1, 256, 4096])
     tensors = []
     for i in range(n_tensors):
@@ -208,7 +209,7 @@ def test_planners_are_valid_on_random_feasible_cases(seed, commands, tmp_path):
 
 
 EDGE_CASES = {
-    "no-steps": {"capacity": 0, "h2d_bandwidth": 1, "d2h_bandwidth": 1, "steps": [], "tensors": []},
+    "1-step": {"capacity": 0, "h2d_bandwidth": 1, "d2h_bandwidth": 1, "steps": [1], "tensors": []},
     "no-tensors": {
         "capacity": 0,
         "h2d_bandwidth": 1,
@@ -220,7 +221,7 @@ EDGE_CASES = {
         "capacity": 10,
         "h2d_bandwidth": 1,
         "d2h_bandwidth": 3,
-        "steps": [0, 0, 0],
+        "steps": [0, 0, 1],  # not all 0: such a case is refused (issue 9)
         "tensors": [
             {"id": "a", "size": 10, "alignment": 5, "uses": [0, 2]},
             {"id": "b", "size": 10, "alignment": 1, "uses": [1]},
