@@ -131,9 +131,6 @@ def views(service: Service, token: str, sub_id: int) -> tuple[str, list[dict]]:
     cli = memorace(service, token, "status", str(sub_id))
     assert "None" not in cli and "Traceback" not in cli, cli
     texts.append(cli)
-    cli_json = memorace(service, token, "status", str(sub_id), "--json")
-    texts.append(cli_json)
-    bodies.append(json.loads(cli_json))
     return "\n".join(texts), bodies
 
 
