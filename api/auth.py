@@ -11,8 +11,8 @@ from typing import Any
 
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
-from sqlalchemy import or_, select, update
-from sqlalchemy.orm import Session
+from sqlalchemy import delete, or_, select, update
+from sqlalchemy.orm import Session, joinedload
 
 from api.db.models import ApiToken, User, WebSession, aware, utcnow
 from api.errors import ServiceError
@@ -102,7 +102,7 @@ def touch_token(db: Session, token_id: int) -> None:
 
 def list_tokens(db: Session, user: User | None = None) -> list[dict[str, Any]]:
     """Every token (of `user`), newest first; never the token or its hash."""
-    query = select(ApiToken).order_by(ApiToken.id.desc())
+    query = select(ApiToken).options(joinedload(ApiToken.user)).order_by(ApiToken.id.desc())
     if user is not None:
         query = query.where(ApiToken.user_id == user.id)
     now = utcnow()
@@ -170,11 +170,18 @@ def expiry(in_days: float | None, at: datetime | None) -> datetime | None:
 def start_session(db: Session, user: User, ttl_s: float) -> str:
     """A server-side session; the plain id (for the signed cookie) is only returned."""
     session_id = secrets.token_urlsafe(32)
+    now = utcnow()
+    db.execute(  # this user's sessions that can never log in again
+        delete(WebSession).where(
+            WebSession.user_id == user.id,
+            or_(WebSession.ended_at.is_not(None), WebSession.expires_at < now),
+        )
+    )
     db.add(
         WebSession(
             session_hash=token_hash(session_id),
             user_id=user.id,
-            expires_at=utcnow() + timedelta(seconds=ttl_s),
+            expires_at=now + timedelta(seconds=ttl_s),
         )
     )
     db.flush()
