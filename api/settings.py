@@ -118,10 +118,9 @@ class Settings:
         return self.data_dir / "imports"
 
     def ensure_dirs(self) -> None:
-        """The data directory and its folders, owner-only: it holds the database, the
-        uploaded sources and the hidden cases. Files made afterwards by this process are
-        owner-only too (umask 077); the worker's sandboxes set their own modes."""
-        os.umask(0o077)
+        """The data directory and its folders, owner-only (0700): it holds the database,
+        the uploaded sources and the hidden cases, so nothing below it is anyone else's
+        to read, whatever a file's own mode (scripts/serve also runs under umask 077)."""
         self.data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
         self.data_dir.chmod(0o700)  # also an older, world-readable one
         for path in (self.artifacts, self.plans, self.packages, self.queue_dir, self.imports):

@@ -37,9 +37,8 @@ def human(size: int) -> str:
 
 
 def too_large(limit: int, what: str = "the upload") -> ServiceError:
-    return ServiceError(
-        f"{what} is more than {human(limit)} ({limit} bytes), the most that is allowed", 413
-    )
+    size = human(limit) if limit < 1024 else f"{human(limit)} ({limit} bytes)"
+    return ServiceError(f"{what} is more than {size}, the most that is allowed", 413)
 
 
 def form_schema(file_description: str, text_fields: dict[str, str]) -> dict[str, Any]:

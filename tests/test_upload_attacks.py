@@ -10,6 +10,7 @@ for the answer, as an attacker would, so a refusal is timed from the first byte.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import select
 import signal
@@ -25,7 +26,12 @@ from urllib.parse import urlsplit
 
 import httpx
 import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
+from starlette.requests import Request
 
+from api.errors import ServiceError
+from api.uploads import Upload, read_upload
 from tests.service import (
     Service,
     postgres_database,
@@ -296,12 +302,13 @@ def test_the_data_folder_is_owner_only(stack):
     assert stat.S_IMODE(data.stat().st_mode) == 0o700
     for sub in ("artifacts", "plans", "problems", "queue", "imports"):
         assert stat.S_IMODE((data / sub).stat().st_mode) == 0o700, sub
-    private = [*data.glob("db.sqlite*"), data / "secret_key", *(data / "artifacts").rglob("*")]
-    assert any(p.is_file() for p in private)
-    for path in private:
-        if path.exists():
-            mode = stat.S_IMODE(path.stat().st_mode)
-            assert mode & 0o077 == 0, f"{path} is {oct(mode)}"
+    # Files too, where the service makes them (folders below are behind the 0700 ones).
+    files = [*data.glob("db.sqlite*"), data / "secret_key", *(data / "artifacts").rglob("*")]
+    files = [p for p in files if p.is_file()]
+    assert files
+    for path in files:
+        mode = stat.S_IMODE(path.stat().st_mode)
+        assert mode & 0o077 == 0, f"{path} is {oct(mode)}"
 
 
 def test_a_killed_workers_scratch_folder_is_removed_by_the_next_worker(stack):
@@ -328,3 +335,89 @@ def test_a_killed_workers_scratch_folder_is_removed_by_the_next_worker(stack):
     mine = [p for p in tmp.glob(f"memorace-worker-{host}:*") if p not in (live, stale)]
     assert mine, "the new worker has its own scratch folder"
     service.kill("w2", signal.SIGTERM)
+
+
+# --- the form reader, fuzzed ------------------------------------------------------------------
+
+
+def _form(fields: dict[str, str], files: list[tuple[str, str, bytes]]) -> bytes:
+    parts = [
+        f'--{BOUNDARY}\r\nContent-Disposition: form-data; name="{k}"\r\n\r\n{v}\r\n'.encode()
+        for k, v in fields.items()
+    ]
+    parts += [
+        f'--{BOUNDARY}\r\nContent-Disposition: form-data; name="{field}"; filename="{name}"\r\n'
+        f"Content-Type: application/octet-stream\r\n\r\n".encode()
+        + data
+        + b"\r\n"
+        for field, name, data in files
+    ]
+    return b"".join(parts) + f"--{BOUNDARY}--\r\n".encode()
+
+
+def _read(body: bytes, step: int, limit: int = 64, content_type: str = "") -> Upload:
+    """read_upload on `body` delivered `step` bytes at a time."""
+    pieces = [body[i : i + step] for i in range(0, len(body), step)] or [b""]
+    messages = [
+        {"type": "http.request", "body": p, "more_body": i < len(pieces) - 1}
+        for i, p in enumerate(pieces)
+    ]
+
+    async def receive() -> dict:
+        return messages.pop(0) if messages else {"type": "http.disconnect"}
+
+    ctype = content_type or f"multipart/form-data; boundary={BOUNDARY}"
+    headers = [(b"content-type", ctype.encode()), (b"content-length", str(len(body)).encode())]
+    scope = {"type": "http", "method": "POST", "path": "/", "headers": headers}
+    return asyncio.run(read_upload(Request(scope, receive), limit))
+
+
+@settings(max_examples=1000, deadline=None)
+@given(
+    data=st.binary(max_size=100),
+    problem=st.text(
+        st.characters(exclude_categories=("Cs",), exclude_characters='\r\n-"'), max_size=20
+    ),
+    cut=st.integers(0, 400),
+    flips=st.lists(st.tuples(st.integers(0, 400), st.integers(0, 255)), max_size=4),
+    step=st.integers(1, 64),
+)
+def test_the_form_reader_takes_any_bytes_and_only_says_what_is_wrong(
+    data, problem, cut, flips, step
+):
+    """Truncated, corrupted or oversized forms: an Upload or a ServiceError, never
+    another exception; an intact form comes back exactly."""
+    assume(BOUNDARY.encode() not in data)
+    body = bytearray(_form({"problem": problem}, [("file", "p.py", data)]))
+    intact = not flips and cut >= len(body)
+    for at, value in flips:
+        if at < len(body):
+            body[at] = value
+    del body[cut:]
+    try:
+        upload = _read(bytes(body), step)
+    except ServiceError as exc:
+        assert exc.status in (400, 413, 422), exc.message
+        assert not intact or len(data) > 64, exc.message
+        return
+    assert upload.size <= 64 and len(upload.data) == upload.size
+    if intact:
+        assert (upload.fields, upload.filename, upload.data) == ({"problem": problem}, "p.py", data)
+
+
+@settings(max_examples=300, deadline=None)
+@given(body=st.binary(max_size=300), step=st.integers(1, 64), kind=st.sampled_from(
+    ["multipart/form-data", f"multipart/form-data; boundary={BOUNDARY}", "text/plain", ""]
+))  # fmt: skip
+def test_the_form_reader_refuses_random_bodies_with_a_message(body, step, kind):
+    try:
+        _read(body, step, content_type=kind or "application/octet-stream")
+    except ServiceError as exc:
+        assert exc.status in (400, 413, 422) and exc.message
+
+
+def test_a_form_with_two_files_or_a_file_too_many_bytes_is_refused():
+    with pytest.raises(ServiceError, match="one file"):
+        _read(_form({}, [("file", "a.py", b"1"), ("file", "b.py", b"2")]), 5)
+    with pytest.raises(ServiceError, match="is more than 64 bytes, the most"):
+        _read(_form({}, [("file", "a.py", b"x" * 65)]), 7)

@@ -28,7 +28,6 @@ from judge.sandbox import default_sandbox_name
 from judge.scoring import CaseResult, problem_score, totals
 from judge.verdict import Verdict
 from judge.verifier import check_plan
-from worker import scratch
 
 log = logging.getLogger("memorace.worker")
 HEARTBEAT_S = 5.0
@@ -45,7 +44,6 @@ class Busy(Exception):
 
 def run_judging(settings: Settings, judging_id: int, worker: str, gpu_slot: int | None) -> str:
     url = settings.database_url
-    scratch.enter()  # the sandboxes' folders under this process's own (orphans are found)
     claimed = _claim(settings, judging_id, worker)
     if isinstance(claimed, str):
         return claimed

@@ -59,6 +59,7 @@ def _process_shutdown(**_: object) -> None:
 
 @app.task(name=JUDGE_TASK, bind=True, max_retries=None)
 def judge(self, judging_id: int) -> str:  # type: ignore[no-untyped-def]
+    scratch.enter()  # also under a pool without worker_process_init (solo, threads)
     try:
         return judging.run_judging(settings, judging_id, worker_name(), gpu_slot())
     except judging.Busy as exc:

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
-from contextlib import contextmanager
-from functools import cache
+from contextlib import contextmanager, suppress
+from functools import cache, partial
 from pathlib import Path
 
 from sqlalchemy import Engine, create_engine, event, text
@@ -20,12 +21,17 @@ def get_engine(url: str) -> Engine:
         if path and path != ":memory:":
             Path(path).parent.mkdir(parents=True, exist_ok=True)
         engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30})
-        event.listen(engine, "connect", _sqlite_pragmas)
+        event.listen(engine, "connect", partial(_sqlite_pragmas, path))
         return engine
     return create_engine(url, pool_pre_ping=True, pool_size=10, max_overflow=20)
 
 
-def _sqlite_pragmas(dbapi_conn, _record) -> None:  # type: ignore[no-untyped-def]
+def _sqlite_pragmas(path: str, dbapi_conn, _record) -> None:  # type: ignore[no-untyped-def]
+    # Owner-only before WAL starts: SQLite gives its -wal and -shm files the database's mode.
+    for name in (path, f"{path}-wal", f"{path}-shm"):
+        if name and name != ":memory:" and os.path.exists(name):
+            with suppress(OSError):  # not ours to change: leave it as it is
+                os.chmod(name, 0o600)
     # WAL lets the API read while a worker writes; foreign keys are off by default.
     cur = dbapi_conn.cursor()
     cur.execute("PRAGMA journal_mode=WAL")
