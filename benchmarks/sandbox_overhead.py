@@ -1,6 +1,8 @@
 """Benchmark: the docker sandbox's own overhead per case with container reuse
 (one container per judging, one supervisor exec running every case) next to a fresh
-`docker run` per case. A trivial planner over 50 cases; prints figures.
+`docker run` per case. A trivial planner over 50 cases; prints figures. The reuse figure
+includes the reset before each case to the state right after the build (empty /tmp,
+/out, shared memory and IPC, /work restored from the root-owned /built).
 
     python benchmarks/sandbox_overhead.py [--cases 50]
 """
