@@ -1,10 +1,11 @@
 """Bounded JSON reading for offload cases and plans (hostile input).
 
 `json.loads` alone lets two things escape that are not input errors: integers of
-more than 4,300 digits (ValueError from int()) and deep nesting (RecursionError).
-Here long numbers become `HugeNumber` values, which every field check refuses by
-type with a readable message, and nesting past the interpreter's recursion limit
-(about 1,000 levels; valid files need 4) is reported as such.
+more than 4,300 digits (ValueError from int()) and nesting past the interpreter's
+recursion limit (RecursionError; about 1,000 levels, where valid files need 4).
+Both become the reader's input error here. Integers that do parse may be of any
+length below that: every field check bounds them, and messages show them with
+`show_value`, which is safe for any length.
 """
 
 from __future__ import annotations
@@ -15,29 +16,7 @@ from typing import Any
 
 from judge.errors import InputError, show_value
 
-__all__ = ["HugeNumber", "load_json", "show_value"]
-
-MAX_DIGITS = 40  # far beyond 2^62 (19 digits); longer numbers are never valid
-
-
-class HugeNumber:
-    """A JSON number too long to be any valid value; shown by its length only."""
-
-    def __init__(self, text: str):
-        self.length = len(text)
-
-    def __repr__(self) -> str:
-        return f"<a {self.length}-character number>"
-
-    __str__ = __repr__
-
-
-def _int(text: str) -> int | HugeNumber:
-    return int(text) if len(text) <= MAX_DIGITS else HugeNumber(text)
-
-
-def _float(text: str) -> float | HugeNumber:
-    return float(text) if len(text) <= MAX_DIGITS else HugeNumber(text)
+__all__ = ["load_json", "show_value"]
 
 
 def load_json(data: bytes, path: Path | str, error: type[InputError]) -> Any:
@@ -49,8 +28,10 @@ def load_json(data: bytes, path: Path | str, error: type[InputError]) -> Any:
         detail = f"not UTF-8 text (byte {exc.start} is 0x{data[exc.start]:02x})"
         raise error(detail, path, line) from None
     try:
-        return json.loads(text, parse_int=_int, parse_float=_float)
+        return json.loads(text)
     except json.JSONDecodeError as exc:
         raise error(f"not valid JSON ({exc.msg})", path, exc.lineno) from None
+    except ValueError:  # int() of a number over 4,300 digits
+        raise error("not valid JSON here: a number has more than 4,300 digits", path) from None
     except RecursionError:
         raise error("JSON nested too deeply (valid files nest 4 levels)", path) from None
