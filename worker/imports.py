@@ -28,6 +28,9 @@ def run(settings: Settings, job_id: int) -> str:
     # One thread per numeric library: their per-thread buffers would count against the
     # address-space limit on a host with many cores.
     env = os.environ | dict.fromkeys(("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS"), "1")
+    # Its unpacked files in the job's folder, which goes when the job ends, even if the
+    # child is killed.
+    env["TMPDIR"] = str(imports.job_folder(settings, job_id))
     try:
         child = subprocess.run(
             [sys.executable, "-m", "api.imports", str(job_id)],
