@@ -55,3 +55,10 @@ class Sandbox(Protocol):
 
 def tail(data: bytes) -> str:
     return data[-LOG_TAIL_BYTES:].decode("utf-8", "replace")
+
+
+def brief(data: bytes, limit: int = 240) -> str:
+    """The first line of a tool's error, its middle cut when long (e.g. a path 4 KiB long)."""
+    lines = data.decode("utf-8", "replace").strip().splitlines()
+    line = lines[0] if lines else ""
+    return line if len(line) <= limit else f"{line[: limit // 2]}...{line[-limit // 2 :]}"

@@ -30,7 +30,14 @@ from pathlib import Path
 from typing import Any
 
 from judge.package import Limits
-from judge.sandbox.base import LOG_TAIL_BYTES, OUTPUT_LIMIT_BYTES, RunOutcome, SandboxError, tail
+from judge.sandbox.base import (
+    LOG_TAIL_BYTES,
+    OUTPUT_LIMIT_BYTES,
+    RunOutcome,
+    SandboxError,
+    brief,
+    tail,
+)
 
 IMAGE = os.environ.get("MEMORACE_RUNNER_IMAGE", "memorace/runner:latest")
 PLANNER_USER = "10001"
@@ -268,8 +275,10 @@ class DockerSession:
         if built is not None and (built.timed_out or built.exit_code != 0):
             return built
         why = self._seal()
-        if why:
-            return RunOutcome(1, built.time_s if built else 0.0, log=why)
+        if why and built is None:  # the submission's own files: our failure
+            raise SandboxError(why)
+        if why:  # e.g. paths too long to copy: what the build made
+            return RunOutcome(1, built.time_s, log=why)
         return built
 
     def run_case(self, time_limit_s: float) -> RunOutcome:
@@ -288,7 +297,7 @@ class DockerSession:
             ["cp", "-R", "--preserve=mode,timestamps,links", "/work/.", "/built/"], user="0"
         )
         if code != 0:
-            return f"the build's output cannot be kept for the cases: {tail(out)}"
+            return f"the build's output cannot be kept for the cases: {brief(out)}"
         self.sealed = True
         return ""
 

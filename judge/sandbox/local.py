@@ -34,6 +34,7 @@ from judge.sandbox.base import (
     OUTPUT_LIMIT_BYTES,
     RunOutcome,
     SandboxError,
+    brief,
     tail,
 )
 
@@ -308,7 +309,8 @@ def _copy_tree(source: Path, dest: Path) -> None:
     """A copy with owners, modes, links and times (cp handles any depth and any file type)."""
     proc = subprocess.run(["cp", "-a", "--", str(source), str(dest)], capture_output=True)
     if proc.returncode != 0:
-        raise SandboxError(f"cannot copy the working folder: {tail(proc.stderr)}")
+        why = brief(proc.stderr).rpartition(": ")[2]  # the reason, not the judge's own paths
+        raise SandboxError(f"the build's output cannot be kept for the cases: {why}")
 
 
 def _remove_tree(path: Path) -> None:
