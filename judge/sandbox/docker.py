@@ -30,14 +30,8 @@ from pathlib import Path
 from typing import Any
 
 from judge.package import Limits
-from judge.sandbox.base import (
-    LOG_TAIL_BYTES,
-    OUTPUT_LIMIT_BYTES,
-    RunOutcome,
-    SandboxError,
-    brief,
-    tail,
-)
+from judge.sandbox import base
+from judge.sandbox.base import LOG_TAIL_BYTES, OUTPUT_LIMIT_BYTES, RunOutcome, SandboxError, tail
 
 IMAGE = os.environ.get("MEMORACE_RUNNER_IMAGE", "memorace/runner:latest")
 PLANNER_USER = "10001"
@@ -297,7 +291,7 @@ class DockerSession:
             ["cp", "-R", "--preserve=mode,timestamps,links", "/work/.", "/built/"], user="0"
         )
         if code != 0:
-            return f"the build's output cannot be kept for the cases: {brief(out)}"
+            return f"the build's output cannot be kept for the cases: {base.brief(out)}"
         self.sealed = True
         return ""
 
