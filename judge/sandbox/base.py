@@ -36,7 +36,8 @@ class Session(Protocol):
         ...
 
     def run_case(self, time_limit_s: float) -> RunOutcome:
-        """Run the planner once on what case_dir holds now; afterwards no process of it is left."""
+        """Run the planner once on what case_dir holds now, from the state right after the
+        build (nothing an earlier case wrote is left); afterwards no process of it is left."""
         ...
 
 
