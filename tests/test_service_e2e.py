@@ -239,7 +239,7 @@ def test_an_offload_problem_is_judged_and_replayed_by_the_same_service(stack):
         assert done["status"] == "done", done["status_detail"]
         assert {r["verdict"] for r in done["results"]} == {"OK"}, done["results"]
         public = [r for r in done["results"] if r["split"] == "public"]
-        assert all("makespan" in r["message"] and r["makespan_us"] > 0 for r in public)
+        assert all("makespan" in r["message"] and r["makespan_us"] > 0 for r in public), public
         hidden = [r for r in done["results"] if r["split"] == "hidden"]
         assert all(r["makespan_us"] is None for r in hidden)  # hidden: verdict and score only
     assert greedy["public_score"] > naive["public_score"]

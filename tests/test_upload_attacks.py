@@ -317,22 +317,22 @@ def test_a_killed_workers_scratch_folder_is_removed_by_the_next_worker(stack):
     if "w1" not in service.procs:
         service.start_worker("w1", beat=False)
     # The pool process of w1 owns a scratch folder named after it.
-    owned = wait_for(lambda: list(tmp.glob(f"memorace-worker-{host}:*")), 30, "w1's scratch")
+    owned = wait_for(lambda: list(tmp.glob(f"memorace-worker-{host}-*")), 30, "w1's scratch")
     (owned[0] / "half-written").write_bytes(b"x" * 1000)
-    live = tmp / f"memorace-worker-{host}:{os.getpid()}"  # a live process's (this test's)
-    other = tmp / "memorace-worker-another-host:1"  # not this host's to judge
+    live = tmp / f"memorace-worker-{host}-{os.getpid()}"  # a live process's (this test's)
+    other = tmp / "memorace-worker-another-host-1"  # not this host's to judge
     for folder in (live, other):
         folder.mkdir()
     dead = subprocess.Popen(["true"])
     dead.wait()
-    stale = tmp / f"memorace-worker-{host}:{dead.pid}"
+    stale = tmp / f"memorace-worker-{host}-{dead.pid}"
     stale.mkdir()
     service.kill("w1", signal.SIGKILL)
     assert all(p.exists() for p in owned)
     service.start_worker("w2", beat=False)
     wait_for(lambda: not any(p.exists() for p in [*owned, stale]), 30, "the orphans to go")
     assert live.exists() and other.exists()
-    mine = [p for p in tmp.glob(f"memorace-worker-{host}:*") if p not in (live, stale)]
+    mine = [p for p in tmp.glob(f"memorace-worker-{host}-*") if p not in (live, stale)]
     assert mine, "the new worker has its own scratch folder"
     service.kill("w2", signal.SIGTERM)
 

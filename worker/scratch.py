@@ -1,5 +1,6 @@
 """Each judging process keeps its scratch folders (submissions, cases, plans in the
-making) under one folder of its own, `<tmp>/memorace-worker-<host>:<pid>`, so that a
+making) under one folder of its own, `<tmp>/memorace-worker-<host>-<pid>` (no colon: Docker
+reads one in a bind mount as a separator), so that a
 worker started later on the same host can tell whose they are: a folder whose process
 is dead (SIGKILL, OOM) is an orphan and goes; a live worker's folder stays.
 """
@@ -17,7 +18,7 @@ _SYSTEM_TMP = Path(tempfile.gettempdir())  # before enter() points tempfile else
 
 
 def folder_for(host: str, pid: int, base: Path = _SYSTEM_TMP) -> Path:
-    return base / f"{PREFIX}{host}:{pid}"
+    return base / f"{PREFIX}{host}-{pid}"
 
 
 def enter() -> Path:
@@ -48,7 +49,7 @@ def remove_orphans(base: Path = _SYSTEM_TMP) -> int:
     """Remove the scratch folders of dead judging processes of this host."""
     host, removed = socket.gethostname(), 0
     for path in base.glob(f"{PREFIX}*"):
-        owner_host, _, pid = path.name[len(PREFIX) :].rpartition(":")
+        owner_host, _, pid = path.name[len(PREFIX) :].rpartition("-")
         if owner_host != host or not pid.isdigit() or alive(int(pid)) or not path.is_dir():
             continue
         shutil.rmtree(path, ignore_errors=True)
