@@ -8,9 +8,10 @@ uses the standard library: the runner image is any Python 3.
 Protocol (stdin / stdout of the exec):
   request  one JSON line {"cmd": [...], "wall_s": float, "fresh": bool}; with "fresh"
            the run starts from the state right after the build: every place the
-           planner user can write (/tmp, /out, /dev/shm, /dev/mqueue, SysV IPC) is
-           emptied and /work is restored from /built, the root-owned copy of /work
-           that the judge made after the build (the planner cannot change it)
+           planner user can write (/tmp, /out, /dev/shm, /dev/mqueue, SysV IPC, /work)
+           is emptied and /work is restored from /built, the root-owned copy of /work
+           that the judge made after the build (the planner cannot change it); after
+           the run (and its answer's files are read) they are emptied again
   response b"MEMORACE " + JSON header line, then `tail_len` bytes of log tail,
            then `tar_len` bytes: a tar of the regular files at the top of /out
 
@@ -37,7 +38,7 @@ import time
 LOG = "/tmp/.memorace.log"
 OUT = "/out"
 WORK, BUILT = "/work", "/built"
-SCRATCH = ("/tmp", OUT, "/dev/shm", "/dev/mqueue")  # emptied before each fresh run
+SCRATCH = ("/tmp", OUT, "/dev/shm", "/dev/mqueue")  # emptied before and after each case
 IPC_RMID = 0
 PR_SET_DUMPABLE = 4
 LIBC = ctypes.CDLL(None)
@@ -185,10 +186,20 @@ def remove_ipc() -> None:
                 remove(int(line.split()[1]))
 
 
-def restore_work() -> None:
-    """/work as the build left it: emptied, then copied from the judge's /built."""
-    os.chmod(WORK, 0o755)
+def scrub() -> None:
+    """Remove what the planner user can leave behind: processes, files wherever it can
+    write (/work included), SysV IPC objects."""
+    kill_all()
+    for top in SCRATCH:
+        if os.path.isdir(top):
+            clear(top)
+    remove_ipc()
+    os.chmod(WORK, 0o755)  # its owner may have taken its own access away
     clear(WORK)
+
+
+def restore_work() -> None:
+    """/work (empty) as the build left it: a copy of the judge's /built."""
     try:
         shutil.copytree(BUILT, WORK, symlinks=True, dirs_exist_ok=True)
     except Exception:  # a fifo or a tree too deep for copytree: cp copies any of them
@@ -202,26 +213,20 @@ def restore_work() -> None:
         )
 
 
-def fresh_start() -> None:
-    kill_all()  # e.g. what a replaced agent's planner left
-    for top in SCRATCH:
-        if os.path.isdir(top):
-            clear(top)
-    remove_ipc()
-    if os.path.isdir(BUILT):
-        restore_work()
-
-
 def serve(output_limit: int, tail_bytes: int) -> None:
     LIBC.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
     out = sys.stdout.buffer
     for line in sys.stdin.buffer:
         request = json.loads(line)
-        if request.get("fresh"):
-            fresh_start()
+        fresh = bool(request.get("fresh"))
+        if fresh:
+            scrub()  # cheap when the last case's own scrub ran; needed when it could not
+            restore_work()
         header = run(request["cmd"], float(request["wall_s"]), output_limit)
         log_size, tail = log_tail(tail_bytes)
         big, tar = out_tar(output_limit)
+        if fresh:
+            scrub()  # the case's traces go now, on the clock of the case that left them
         header.update(
             oom=oom_kills(), log_size=log_size, big=big, tail_len=len(tail), tar_len=len(tar)
         )
