@@ -14,6 +14,7 @@ import gzip
 import io
 import json
 import os
+import random
 import shutil
 import tarfile
 import tempfile
@@ -54,25 +55,30 @@ SPECIAL = [
 ]  # fmt: skip
 
 
-@st.composite
-def mutated(draw: Any, seeds: list[bytes]) -> bytes:
-    """A seed with a few random edits: bytes replaced, tokens inserted, ranges cut or doubled."""
-    data = bytearray(draw(st.sampled_from(seeds)))
-    for _ in range(draw(st.integers(0, 4))):
-        op = draw(st.integers(0, 4))
-        at = draw(st.integers(0, len(data)))
-        end = min(len(data), at + draw(st.integers(0, 40)))
+def mutate(seed: bytes, entropy: int) -> bytes:
+    """`seed` with up to 4 random edits: bytes replaced, tokens inserted, ranges cut or
+    doubled. The edits come from one drawn number (a failure names it and replays it):
+    drawing each edit through hypothesis cost more than the readers themselves."""
+    rng = random.Random(entropy)
+    data = bytearray(seed)
+    for _ in range(rng.randrange(5)):
+        op, at = rng.randrange(5), rng.randrange(len(data) + 1)
+        end = min(len(data), at + rng.randrange(41))
         if op == 0:
-            data[at:end] = draw(st.binary(max_size=3))
+            data[at:end] = rng.randbytes(rng.randrange(4))
         elif op == 1:
-            data[at:at] = draw(st.sampled_from(SPECIAL))
+            data[at:at] = rng.choice(SPECIAL)
         elif op == 2:
             del data[at:end]
         elif op == 3:
             data[at:at] = data[at:end]
         else:
-            data[at:at] = draw(st.binary(min_size=1, max_size=8))
+            data[at:at] = rng.randbytes(rng.randrange(1, 9))
     return bytes(data)
+
+
+def mutated(seeds: list[bytes]) -> st.SearchStrategy[bytes]:
+    return st.builds(mutate, st.sampled_from(seeds), st.integers(0, 2**64 - 1))
 
 
 def _repeat(opener: bytes, times: int) -> bytes:
@@ -302,7 +308,11 @@ def test_minimalloc_importer(scratch: Path, files: list[tuple[str, bytes]], capa
     source = fresh(scratch / "mm-source")
     dest = fresh(scratch / "mm-dest")
     for name, content in files:
-        if name in (".csv", "..csv") or len(name.encode()) > 200:
+        try:  # names that are no file name at all (lone surrogates other than escaped bytes)
+            too_long = len(os.fsencode(name)) > 200
+        except UnicodeEncodeError:
+            continue
+        if name in (".csv", "..csv") or too_long:
             continue
         (source / name).write_bytes(content)
     with contextlib.suppress(PackageError):
