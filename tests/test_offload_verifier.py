@@ -401,3 +401,19 @@ def test_use_counts_near_2_to_the_62_are_summed_exactly():
     plan["tensors"][0]["residencies"][1]["uses"] = 2**62 - 1
     result = check(plan)  # float64 would say 2^63
     assert result.message == f"the residencies of a cover {2**63 - 1} uses, but it has 2"
+
+
+def test_a_hostile_plan_is_bad_output_not_a_judge_error(tmp_path: Path):
+    """What the pipeline and the worker call: a verdict with a message, never a traceback
+    (a traceback would be retried as JUDGE_ERROR, rerunning the planner)."""
+    from judge.types import get_type
+    from judge.verifier import check_plan
+
+    ptype = get_type("offload")
+    case = parse_case(CASE, "case", 16)
+    plan = tmp_path / "plan.json"
+    for text in ('{"tensors": [' + "9" * 5000 + "]}", "[" * 60_000):
+        plan.write_text(text)
+        verification, score = check_plan(ptype, case, ptype.lower_bound(case), plan)
+        assert verification.verdict == Verdict.BAD_OUTPUT and score == 0.0
+        assert verification.message.startswith("plan.json: ")
