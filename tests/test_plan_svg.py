@@ -194,3 +194,14 @@ def test_100k_random_buffers_render() -> None:
     root = parse(svg)
     assert len(buffer_rects(root)) == 5000
     assert any(t.startswith(f"showing 5000 of {n} buffers") for t in texts(root))
+
+
+def test_ends_past_int64_stay_exact() -> None:
+    # An over-capacity plan near 2^62: each value fits int64, offset + size does not.
+    big = 1 << 62
+    off = big + big // 2
+    svg = plan_svg([0], [2], [big], [off], capacity=big, peak=off + big, lower_bound=big, ids=["a"])
+    root = parse(svg)
+    assert f"a: bytes [{off}, {off + big}) time [0, 2)" in tooltips(root)
+    for r in buffer_rects(root):
+        assert float(r.get("y")) >= 0

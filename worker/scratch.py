@@ -13,6 +13,8 @@ import socket
 import tempfile
 from pathlib import Path
 
+from judge.sandbox.base import process_alive
+
 PREFIX = "memorace-worker-"
 _SYSTEM_TMP = Path(tempfile.gettempdir())  # before enter() points tempfile elsewhere
 
@@ -50,17 +52,8 @@ def remove_orphans(base: Path = _SYSTEM_TMP) -> int:
     host, removed = socket.gethostname(), 0
     for path in base.glob(f"{PREFIX}*"):
         owner_host, _, pid = path.name[len(PREFIX) :].rpartition("-")
-        if owner_host != host or not pid.isdigit() or alive(int(pid)) or not path.is_dir():
+        if owner_host != host or not pid.isdigit() or process_alive(int(pid)) or not path.is_dir():
             continue
         shutil.rmtree(path, ignore_errors=True)
         removed += 1
     return removed
-
-
-def alive(pid: int) -> bool:
-    """Whether process `pid` runs; a zombie (killed, not reaped) counts as dead."""
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return False
-    return state != "Z"

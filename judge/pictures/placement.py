@@ -128,7 +128,7 @@ def _frame(
 ) -> _Frame:
     t0 = int(lo.min()) if lo.size else 0
     t1 = int(up.max()) if up.size else 1
-    top = max(capacity, peak or 0, lower_bound, int((off + sz).max()) if off.size else 0)
+    top = max(capacity, peak or 0, lower_bound, _max_end(off, sz))
     # Degenerate ranges would divide by zero; give them one unit of room.
     return _Frame(
         left=LEFT,
@@ -139,6 +139,15 @@ def _frame(
         t1=max(t1, t0 + 1),
         ymax=max(int(top), 1),
     )
+
+
+def _max_end(off: Arr, sz: Arr) -> int:
+    """max(offset + size), exact: near 2^62 the int64 sum would wrap."""
+    if not off.size:
+        return 0
+    if int(off.max()) + int(sz.max()) <= np.iinfo(np.int64).max:
+        return int((off + sz).max())
+    return max(map(int.__add__, off.tolist(), sz.tolist()))
 
 
 def _select(f: _Frame, lo: Arr, up: Arr, sz: Arr, max_rects: int) -> tuple[Arr, int]:
@@ -181,7 +190,7 @@ def _rects(
         hs.tolist(),
         colours.tolist(),
         o.tolist(),
-        (o + s).tolist(),
+        list(map(int.__add__, o.tolist(), s.tolist())),  # exact past int64
         t.tolist(),
         u.tolist(),
         strict=True,

@@ -63,3 +63,13 @@ def brief(data: bytes, limit: int = 240) -> str:
     lines = data.decode("utf-8", "replace").strip().splitlines()
     line = lines[0] if lines else ""
     return line if len(line) <= limit else f"{line[: limit // 2]}...{line[-limit // 2 :]}"
+
+
+def process_alive(pid: int) -> bool:
+    """Whether process `pid` of this host still runs; a zombie (killed, not yet reaped,
+    e.g. when PID 1 does not reap) counts as dead. Owners of leftovers are told by it."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state != "Z"

@@ -67,22 +67,12 @@ def remove_orphans() -> int:
     host, removed = socket.gethostname(), 0
     for container in _client().containers.list(all=True, filters={"label": LABEL}):
         owner_host, _, pid = container.labels.get(OWNER_LABEL, "").rpartition(":")
-        if owner_host != host or not pid.isdigit() or _alive(int(pid)):
+        if owner_host != host or not pid.isdigit() or base.process_alive(int(pid)):
             continue
         with suppress(Exception):
             container.remove(force=True)
             removed += 1
     return removed
-
-
-def _alive(pid: int) -> bool:
-    """Whether process `pid` still runs; a zombie (killed, not yet reaped, e.g. when PID 1
-    does not reap) counts as dead."""
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return False
-    return state != "Z"
 
 
 def container_spec(
