@@ -13,10 +13,11 @@ import logging
 import secrets
 import shutil
 import sys
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 from starlette.requests import Request
 
@@ -116,10 +117,16 @@ def run_job(settings: Settings, job_id: int) -> str:
     """Import the job's package in this process; the job's final status."""
     url = settings.database_url
     with session_scope(url) as db:
+        # Claimed in one statement: a re-sent message for the same job runs nothing.
+        claimed = db.execute(
+            update(ImportJob)
+            .where(ImportJob.id == job_id, ImportJob.status == "queued")
+            .values(status="running")
+        ).rowcount
         job = db.get(ImportJob, job_id)
-        if job is None or job.status in FINISHED:
+        if job is None or not claimed:
             return job.status if job else "missing"
-        job.status, filename, actor_id = "running", job.filename, job.actor_id
+        filename, actor_id = job.filename, job.actor_id
     folder = job_folder(settings, job_id)
     try:
         with session_scope(url) as db:
@@ -140,6 +147,21 @@ def run_job(settings: Settings, job_id: int) -> str:
         status, version_id, detail = "failed", None, f"internal error: {type(exc).__name__}"
     finish(settings, job_id, status, detail, version_id)
     return status
+
+
+def resend_lost(settings: Settings) -> list[int]:
+    """Re-send jobs queued longer than the reaper's re-send delay (a lost message, e.g.
+    after a Redis restart); a duplicate message finds the job claimed and does nothing."""
+    stale = utcnow() - timedelta(seconds=settings.requeue_after_s)
+    with session_scope(settings.database_url) as db:
+        queued = db.scalars(select(ImportJob).where(ImportJob.status == "queued"))
+        ids = [job.id for job in queued if aware(job.created_at) < stale]
+    for job_id in ids:
+        try:
+            queue.enqueue_import(job_id)
+        except Exception as exc:
+            log.warning("reaper cannot enqueue import job %s: %s", job_id, exc)
+    return ids
 
 
 def finish(

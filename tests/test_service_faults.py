@@ -118,3 +118,23 @@ def test_redis_restart_loses_no_submission(stack, tmp_path):
         assert [r[1] for r in rows] == ["final"], rows
         assert rows[0][4] == rows[0][5] == done["cases_total"]
         assert "re-sent" in rows[0][3]  # the reaper says why it was sent again
+
+
+def test_redis_restart_loses_no_package_import(stack, tmp_path):
+    from tests.test_upload_attacks import package_zip
+
+    service, _, redis = stack
+    files = {"file": ("lost-pkg.zip", package_zip(tmp_path, "lost-pkg"))}
+    reply = service.api("POST", "/api/v1/admin/problems", files=files)
+    assert reply.status_code == 202, reply.text
+    redis.restart()  # the queued import message is gone
+    service.start_worker("w1")
+
+    def finished() -> dict | None:
+        body = service.api("GET", reply.json()["url"]).json()
+        return body if body["status"] in ("done", "failed") else None
+
+    body = wait_for(finished, 120, "the re-sent import job", every=0.5)
+    assert (body["status"], body["problem"], body["version"]) == ("done", "lost-pkg", 1), body
+    versions = service.api("GET", "/api/v1/problems/lost-pkg").json()
+    assert versions.get("version", 1) == 1  # re-sent messages never import twice

@@ -13,6 +13,7 @@ from celery.signals import (
     worker_ready,
 )
 
+from api import imports as api_imports
 from api.db.session import migrate
 from api.queue import IMPORT_TASK, JUDGE_TASK, REAP_TASK, RESCORE_TASK
 from worker import imports, judging, scratch
@@ -87,6 +88,8 @@ def import_package(job_id: int) -> str:
 @app.task(name=REAP_TASK)
 def reap() -> list[int]:
     _remove_orphan_sandboxes()
+    if lost_imports := api_imports.resend_lost(settings):
+        log.warning("reaper re-sent import jobs %s (no worker took them)", lost_imports)
     return judging.reap(settings)
 
 
