@@ -79,8 +79,7 @@ def _login_refused(request: Request, username: str, next: str, result: LoginResu
     elif wait:
         status = 429
         error = (
-            "too many failed logins for this account or from this address; "
-            f"try again in {wait} s"
+            f"too many failed logins for this account or from this address; try again in {wait} s"
         )
     else:
         status, error = 401, "wrong username or password"

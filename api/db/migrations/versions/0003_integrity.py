@@ -33,9 +33,7 @@ def upgrade() -> None:
         sa.Column("created_at", Stamp, nullable=False),
         sa.Column("expires_at", Stamp, nullable=False),
         sa.Column("ended_at", Stamp, nullable=True),
-        sa.ForeignKeyConstraint(
-            ["user_id"], ["users.id"], name="fk_web_sessions_user_id_users"
-        ),
+        sa.ForeignKeyConstraint(["user_id"], ["users.id"], name="fk_web_sessions_user_id_users"),
         sa.PrimaryKeyConstraint("id", name="pk_web_sessions"),
         sa.UniqueConstraint("session_hash", name="uq_web_sessions_session_hash"),
     )
@@ -59,9 +57,7 @@ def upgrade() -> None:
         sa.Column("version_id", sa.Integer(), nullable=True),
         sa.Column("created_at", Stamp, nullable=False),
         sa.Column("finished_at", Stamp, nullable=True),
-        sa.ForeignKeyConstraint(
-            ["actor_id"], ["users.id"], name="fk_import_jobs_actor_id_users"
-        ),
+        sa.ForeignKeyConstraint(["actor_id"], ["users.id"], name="fk_import_jobs_actor_id_users"),
         sa.PrimaryKeyConstraint("id", name="pk_import_jobs"),
     )
     op.create_index("ix_import_jobs_status", "import_jobs", ["status"])
