@@ -16,8 +16,8 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.middleware.sessions import SessionMiddleware
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from api import logs, queue
-from api.db.session import get_engine, migrate
+from api import logs, queue, workers
+from api.db.session import get_engine, migrate, session_scope
 from api.deps import DB, Config
 from api.docs import add_docs
 from api.errors import ServiceError
@@ -166,7 +166,10 @@ def _error(request: Request, status: int, message: str) -> Response:
 
 def _ops(app: FastAPI, settings: Settings) -> None:
     @app.get("/healthz", tags=["ops"])
-    def healthz() -> JSONResponse:
+    def healthz(strict: bool = False) -> JSONResponse:
+        """The API's liveness (200 while the API, its database and its queue answer),
+        and the workers' presence: no live worker is a warning, an error only with
+        `?strict=1`."""
         checks: dict[str, Any] = {}
         try:
             with get_engine(settings.database_url).connect() as conn:
@@ -176,7 +179,15 @@ def _ops(app: FastAPI, settings: Settings) -> None:
             checks["database"] = f"error: {exc}"
         checks["queue"] = "ok" if queue.queue_ready() else "unreachable"
         healthy = all(v == "ok" for v in checks.values())
-        return JSONResponse({"ok": healthy, **checks}, status_code=200 if healthy else 503)
+        body: dict[str, Any] = {"ok": healthy, **checks, "warnings": []}
+        if checks["database"] == "ok":
+            with session_scope(settings.database_url) as db:
+                body["workers"] = workers.health(db, settings)
+            if body["workers"]["alive"] == 0:
+                body["warnings"].append(workers.NO_WORKER)
+                healthy = healthy and not strict
+        body["ok"] = healthy
+        return JSONResponse(body, status_code=200 if healthy else 503)
 
     @app.get("/metrics", tags=["ops"])
     def metrics(request: Request, db: DB, config: Config) -> Response:

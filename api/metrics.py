@@ -18,6 +18,7 @@ from api.db.models import CaseResultRow, Judging, aware
 from api.db.session import session_scope
 from api.deps import Unauthorized, optional_user
 from api.settings import Settings, get_settings
+from api.workers import all_workers
 
 BUCKETS = (1, 5, 15, 30, 60, 120, 300, 600, 1800, 3600)
 LATENCY_SAMPLE = 2000  # the newest final judgings
@@ -34,6 +35,7 @@ class DatabaseCollector(Collector):
             ):
                 depth.add_metric([status], n)
             yield depth
+            yield _workers(db)
             verdicts = CounterMetricFamily(
                 "memorace_case_verdicts", "Case results by verdict", labels=["verdict"]
             )
@@ -45,6 +47,16 @@ class DatabaseCollector(Collector):
                 verdicts.add_metric([verdict], n)
             yield verdicts
             yield _latency(db)
+
+
+def _workers(db: Session) -> GaugeMetricFamily:
+    family = GaugeMetricFamily(
+        "memorace_workers", "Workers by state, from their heartbeats", labels=["state"]
+    )
+    states = [w.state for w in all_workers(db, get_settings())]
+    for state in ("alive", "stopping", "dead", "stopped"):
+        family.add_metric([state], states.count(state))
+    return family
 
 
 def _latency(db) -> HistogramMetricFamily:  # type: ignore[no-untyped-def]

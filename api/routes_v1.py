@@ -19,6 +19,7 @@ from api.errors import ServiceError
 from api.leaderboard import leaderboard
 from api.settings import Settings
 from api.uploads import form_schema, read_upload
+from api.workers import QUEUED_NO_WORKER, alive_count
 
 router = APIRouter(prefix="/api/v1", tags=["contestants"])
 SSE_POLL_S = 0.5
@@ -104,6 +105,8 @@ async def submit(request: Request, user: Contestant, db: DB, settings: Config) -
     if not reused:
         await run_in_threadpool(submissions.send, db, sub)
     body = await run_in_threadpool(submissions.submission_dict, db, sub, user, reused)
+    if body["status"] == "queued" and not await run_in_threadpool(alive_count, db, settings):
+        body["warning"] = body["status_detail"] = QUEUED_NO_WORKER  # not waiting in silence
     return JSONResponse(body, status_code=200 if reused else 201)
 
 

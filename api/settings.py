@@ -55,6 +55,9 @@ class Settings:
         default_factory=lambda: float(_env("HEARTBEAT_TIMEOUT_S", "60"))
     )
     reap_interval_s: float = field(default_factory=lambda: float(_env("REAP_INTERVAL_S", "30")))
+    # Every worker, idle or busy, writes its presence this often (worker.presence);
+    # /healthz counts it dead once its last beat is heartbeat_timeout_s old.
+    worker_heartbeat_s: float = field(default_factory=lambda: _float("WORKER_HEARTBEAT_S", 5.0))
     gpu_slots: int = field(default_factory=lambda: int(_env("GPU_SLOTS", "0")))
     # Session cookies only over HTTPS (set it when the service is behind TLS).
     secure_cookies: bool = field(default_factory=lambda: _env("SECURE_COOKIES", "") == "1")

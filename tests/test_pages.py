@@ -229,7 +229,7 @@ def test_live_page_while_queued(service: Service) -> None:
     sub_id = submitted_id(submit(client))
     assert len(service.judgings) == 1
     page = client.get(f"/submissions/{sub_id}")
-    assert "submitted: it waits for a judge" in page.text
+    assert "submitted, but no worker is running now" in page.text  # none runs here
     assert "position 1 in the queue" in page.text
     # The live script runs under the page's CSP nonce; nothing else may run.
     nonce = re.search(r"<script nonce=\"([^\"]+)\">", page.text).group(1)

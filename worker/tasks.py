@@ -16,7 +16,7 @@ from celery.signals import (
 from api import imports as api_imports
 from api.db.session import migrate
 from api.queue import IMPORT_TASK, JUDGE_TASK, REAP_TASK, RESCORE_TASK
-from worker import imports, judging, scratch
+from worker import imports, judging, presence, scratch
 from worker.celery_app import app, settings
 
 log = logging.getLogger("memorace.worker")
@@ -46,6 +46,9 @@ def _json_logs(logger: logging.Logger, **_: object) -> None:
 def _on_ready(**_: object) -> None:
     migrate(settings.database_url)
     _remove_orphan_sandboxes()
+
+
+presence.connect_signals(settings, gpu_slot())  # after _on_ready: the schema exists
 
 
 @worker_process_init.connect

@@ -253,3 +253,23 @@ class AuditEntry(Base):
     target: Mapped[str] = mapped_column(String(200), default="")
     detail: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
     actor: Mapped[User | None] = relationship()
+
+
+class WorkerRow(Base):
+    """A Celery worker's presence (worker.presence): written at start, every heartbeat
+    and at a clean stop. A killed worker's row stays; its stale `last_seen` says so."""
+
+    __tablename__ = "workers"
+    name: Mapped[str] = mapped_column(String(200), primary_key=True)  # Celery's nodename
+    host: Mapped[str] = mapped_column(String(200), default="")
+    pid: Mapped[int] = mapped_column(Integer, default=0)
+    gpu_slot: Mapped[int | None] = mapped_column(Integer)
+    sandbox: Mapped[str] = mapped_column(String(20), default="")
+    version: Mapped[str] = mapped_column(String(50), default="")
+    # running | stopping (finishing its task, taking no new one) | stopped
+    state: Mapped[str] = mapped_column(String(16), default="running")
+    current_task: Mapped[str] = mapped_column(String(100), default="")  # "" = idle
+    current_judging_id: Mapped[int | None] = mapped_column(Integer)  # no FK: never blocks
+    started_at: Mapped[datetime] = mapped_column(Stamp, default=utcnow)
+    last_seen: Mapped[datetime] = mapped_column(Stamp, default=utcnow)
+    stopped_at: Mapped[datetime | None] = mapped_column(Stamp)

@@ -37,6 +37,7 @@ from api.pages.common import (
 from api.routes_v1 import check_form_problem
 from api.settings import Settings
 from api.uploads import Upload, read_upload
+from api.workers import alive_count
 from judge.errors import InputError
 from judge.package import load_problem
 from judge.pipeline import stored_plan
@@ -199,7 +200,10 @@ def _submit(
     if reused:
         return done(request, f"/submissions/{sub.id}", "identical to this earlier submission")
     submissions.send(db, sub)
-    return done(request, f"/submissions/{sub.id}", "submitted: it waits for a judge")
+    if alive_count(db, settings):
+        return done(request, f"/submissions/{sub.id}", "submitted: it waits for a judge")
+    why = "submitted, but no worker is running now: it will be judged when one starts"
+    return done(request, f"/submissions/{sub.id}", why, "warn")
 
 
 # --- submissions --------------------------------------------------------------------------

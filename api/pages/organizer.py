@@ -30,6 +30,7 @@ from api.pages.common import (
 )
 from api.routes_tokens import revoke_all, revoke_one
 from api.settings import Settings
+from api.workers import all_workers
 
 
 def _admin_home(
@@ -42,6 +43,8 @@ def _admin_home(
         status,
         contest=admin.contest_dict(admin.contest(db)),
         counts=_counts(db),
+        workers=all_workers(db, request.app.state.settings),
+        beats=request.app.state.settings,
         error=error or None,
     )
 
