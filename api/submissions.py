@@ -71,6 +71,7 @@ def create_submission(
             Submission.version_id == version.id,
             Submission.sha256 == sha,
             Submission.status != "error",
+            ~_judge_fault(),
         )
         .order_by(Submission.id)
     )
@@ -94,6 +95,19 @@ def create_submission(
     db.add(Judging(submission_id=sub.id, kind="judge", priority=queue.PRIORITY_FRESH))
     db.flush()
     return sub, False
+
+
+def _judge_fault() -> Any:
+    """A submission whose judging ended in our fault (a JUDGE_ERROR case; a failed
+    judging makes it `error`) is never reused: the same bytes are judged again."""
+    return (
+        select(CaseResultRow.id)
+        .where(
+            CaseResultRow.judging_id == Submission.current_judging_id,
+            CaseResultRow.verdict == "JUDGE_ERROR",
+        )
+        .exists()
+    )
 
 
 def send(db: Session, sub: Submission) -> None:

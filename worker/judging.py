@@ -42,6 +42,10 @@ class Busy(Exception):
     """Another live worker seems to run this judging; look again later."""
 
 
+class JudgeFault(Exception):
+    """Ours, not the contestant's: a JUDGE_ERROR (retried), never a BUILD_ERROR."""
+
+
 def run_judging(settings: Settings, judging_id: int, worker: str, gpu_slot: int | None) -> str:
     url = settings.database_url
     claimed = _claim(settings, judging_id, worker)
@@ -52,6 +56,12 @@ def run_judging(settings: Settings, judging_id: int, worker: str, gpu_slot: int 
     beat.start()
     try:
         problem = load_problem(Path(version_path))
+        if not artifact.is_file():  # e.g. a worker host that does not share the data folder
+            raise JudgeFault(
+                f"the submission's file {artifact.name} is missing from this worker's data "
+                f"folder ({settings.artifacts}); the API and every worker must share "
+                "MEMORACE_DATA_DIR"
+            )
         _check_visibility(problem.limits.time_limit_s * len(weights) + BUILD_TIMEOUT_S)
         box = settings.sandbox or default_sandbox_name()
         with session_scope(url) as db:

@@ -8,6 +8,7 @@ import socket
 
 from celery.signals import (
     after_setup_logger,
+    worker_init,
     worker_process_init,
     worker_process_shutdown,
     worker_ready,
@@ -40,6 +41,17 @@ def _json_logs(logger: logging.Logger, **_: object) -> None:
     for handler in logger.handlers:
         handler.setFormatter(formatter())
     setup()
+
+
+@worker_init.connect
+def _check_scratch(**_: object) -> None:
+    """Refuse to start (exit status 3, one log line saying why) rather than judge every
+    submission wrongly: see worker.startup."""
+    from worker.startup import scratch_problem
+
+    if why := scratch_problem(settings):
+        log.critical("worker refuses to start: %s", why)
+        raise SystemExit(3)
 
 
 @worker_ready.connect

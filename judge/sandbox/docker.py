@@ -75,6 +75,72 @@ def remove_orphans() -> int:
     return removed
 
 
+PROBE_FILE = "memorace-probe"
+VISIBLE_HINT = (
+    "the Docker engine resolves bind mounts on its own host, so the worker's scratch "
+    "folder (TMPDIR) must be the same path inside the worker and on the engine's host "
+    "(in docker-compose.yml: mount it at the same path, e.g. /var/lib/memorace:/var/lib/memorace)"
+)
+
+
+def check_bind_mounts(path: Path) -> None:
+    """Raise SandboxError unless a sandbox container sees, through a bind mount, what
+    this process writes under `path`: a probe container (the runner image, no network,
+    the planner's user, a read-only bind mount like the sandbox's) reads back a random
+    token from a fresh folder. A worker whose scratch folder the engine cannot see at
+    the same path would judge every submission against empty folders."""
+    import secrets
+    import shutil
+    import tempfile
+
+    if not engine_available():
+        raise SandboxError("no Docker engine answers (is dockerd running?)")
+    token = secrets.token_hex(16)
+    folder = Path(tempfile.mkdtemp(prefix="memorace-probe-", dir=path))
+    try:
+        folder.chmod(0o755)  # the planner's user reads it, as it reads a submission
+        (folder / PROBE_FILE).write_text(token)
+        (folder / PROBE_FILE).chmod(0o644)
+        seen = _probe_sees(folder, token)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    if seen is not None:
+        raise SandboxError(
+            f"a sandbox container does not see the scratch folder {path}: where this worker "
+            f"wrote a token it finds {seen or 'an empty folder'}; {VISIBLE_HINT}"
+        )
+
+
+def _probe_sees(folder: Path, token: str) -> str | None:
+    """None when a sandbox-like container with `folder` on /probe reads `token` there,
+    else what it lists there. Told by the exit status: a short-lived container's last
+    output line can be lost by the engine's log driver."""
+    import docker.errors
+
+    check = f'[ "$(cat /probe/{PROBE_FILE} 2>/dev/null)" = "{token}" ] && exit 0'
+    try:
+        _client().containers.run(
+            IMAGE,
+            ["sh", "-c", f"{check}; ls -A /probe >&2; exit 3"],
+            user=PLANNER_USER,
+            network_mode="none",
+            read_only=True,
+            cap_drop=["ALL"],
+            security_opt=["no-new-privileges"],
+            volumes={str(folder): {"bind": "/probe", "mode": "ro"}},
+            labels={LABEL: "1", OWNER_LABEL: f"{socket.gethostname()}:{os.getpid()}"},
+            remove=True,
+        )
+    except docker.errors.ContainerError as exc:
+        if exc.exit_status == 3:
+            listed = (exc.stderr or b"").decode("utf-8", "replace").split()
+            return ", ".join(listed[:5]) or ""
+        raise SandboxError(f"the bind-mount probe container failed ({IMAGE}): {exc}") from exc
+    except Exception as exc:  # no image, an engine error: no sandbox could run either
+        raise SandboxError(f"the bind-mount probe container failed ({IMAGE}): {exc}") from exc
+    return None
+
+
 def container_spec(
     case_dir: Path, submission_root: Path, limits: Limits, gpu_slot: int | None
 ) -> dict[str, Any]:
@@ -134,8 +200,11 @@ class DockerSandbox:
             raise SandboxError(f"cannot create the sandbox container: {exc}") from exc
         session = DockerSession(container, host, build, run, limits)
         try:
-            container.start()
-            session.prepare()
+            try:
+                container.start()
+            except Exception as exc:
+                raise SandboxError(f"cannot start the sandbox container: {exc}") from exc
+            session.prepare(submission_root)
             yield session
         finally:
             session.close()
@@ -242,13 +311,42 @@ class DockerSession:
         self.agent: Agent | None = None
         self.sealed = False
 
-    def prepare(self) -> None:
+    def prepare(self, submission_root: Path) -> None:
+        self._check_mounts(submission_root)
         code, out = self.container.exec_run(
             ["sh", "-c", "cp -R /submission/. /work/"], user=PLANNER_USER
         )
         if code != 0:
             raise SandboxError(f"cannot copy the submission into the sandbox: {out[-500:]!r}")
         self._start_agent()
+
+    def _check_mounts(self, submission_root: Path) -> None:
+        """The container must see the submission's files and the case folder as the
+        judge wrote them; else the build would fail on missing files and the contestant
+        would be blamed for our set-up (a SandboxError is a JUDGE_ERROR, retried)."""
+        marker = self.case_dir / PROBE_FILE
+        marker.write_text("case")
+        script = (
+            f"cat /case/{PROBE_FILE} 2>/dev/null; printf '\\0'; "
+            "cd /submission && find . -type f -print0 2>/dev/null"
+        )
+        try:
+            _, out = self.container.exec_run(["sh", "-c", script], user=PLANNER_USER)
+        finally:
+            marker.unlink()
+        case, _, listing = out.partition(b"\0")
+        expected = {
+            b"./" + os.fsencode(p.relative_to(submission_root))
+            for p in submission_root.rglob("*")
+            if p.is_file() and not p.is_symlink()
+        }
+        seen = set(listing.split(b"\0")) - {b""}
+        if case != b"case" or not expected <= seen:
+            raise SandboxError(
+                f"the sandbox does not see the judge's files ({len(expected & seen)} of "
+                f"{len(expected)} submission files, case folder "
+                f"{'visible' if case == b'case' else 'empty'}); {VISIBLE_HINT}"
+            )
 
     def close(self) -> None:
         if self.agent:
