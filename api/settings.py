@@ -7,6 +7,7 @@ the data directory must agree between them.
 from __future__ import annotations
 
 import os
+import tempfile
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
@@ -54,10 +55,10 @@ class Settings:
     heartbeat_timeout_s: float = field(
         default_factory=lambda: float(_env("HEARTBEAT_TIMEOUT_S", "60"))
     )
-    reap_interval_s: float = field(default_factory=lambda: float(_env("REAP_INTERVAL_S", "30")))
     # Every worker, idle or busy, writes its presence this often (worker.presence);
     # /healthz counts it dead once its last beat is heartbeat_timeout_s old.
     worker_heartbeat_s: float = field(default_factory=lambda: _float("WORKER_HEARTBEAT_S", 5.0))
+    reap_interval_s: float = field(default_factory=lambda: float(_env("REAP_INTERVAL_S", "30")))
     gpu_slots: int = field(default_factory=lambda: int(_env("GPU_SLOTS", "0")))
     # Session cookies only over HTTPS (set it when the service is behind TLS).
     secure_cookies: bool = field(default_factory=lambda: _env("SECURE_COOKIES", "") == "1")
@@ -128,6 +129,25 @@ class Settings:
         self.data_dir.chmod(0o700)  # also an older, world-readable one
         for path in (self.artifacts, self.plans, self.packages, self.queue_dir, self.imports):
             path.mkdir(mode=0o700, parents=True, exist_ok=True)
+        ensure_scratch()
+
+
+def ensure_scratch() -> Path | None:
+    """The scratch folder TMPDIR names (the worker's, in docker-compose.yml), made when
+    missing: else Python's `tempfile` silently falls back to /tmp, and a docker sandbox
+    then bind-mounts host paths the engine cannot see. Traversable but not listable by
+    others (0711), like the per-process folders inside it (worker.scratch): a local
+    sandbox's planner user must reach its own folder below. An existing folder keeps its
+    mode (TMPDIR may be /tmp). Returns the folder made, if any."""
+    name = os.environ.get("TMPDIR", "")
+    if not name or Path(name).is_dir():
+        return None
+    folder = Path(name)
+    folder.mkdir(mode=0o711, parents=True, exist_ok=True)
+    folder.chmod(0o711)
+    if tempfile.tempdir is not None and tempfile.tempdir != name:
+        tempfile.tempdir = None  # a choice made while TMPDIR was missing: choose again
+    return folder
 
 
 @cache
