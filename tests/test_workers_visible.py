@@ -98,6 +98,7 @@ def test_workers_are_visible_in_healthz_and_admin(service, tmp_path, request):
     assert "No worker is alive" not in page and "w1@" in page and "judging " in page
     status, body = health(service, strict=True)
     assert status == 200 and body["warnings"] == [] and body["workers"]["busy"] == 1
+    assert 'memorace_workers{state="alive"} 1.0' in service.api("GET", "/metrics").text
 
     # Warm shutdown while busy: "stopping" (not alive) at once, gone once its task is done.
     w1 = service.procs.pop("w1")
