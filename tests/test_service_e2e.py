@@ -241,7 +241,12 @@ def test_an_offload_problem_is_judged_and_replayed_by_the_same_service(stack):
         public = [r for r in done["results"] if r["split"] == "public"]
         assert all("makespan" in r["message"] and r["makespan_us"] > 0 for r in public), public
         hidden = [r for r in done["results"] if r["split"] == "hidden"]
-        assert all(r["makespan_us"] is None for r in hidden)  # hidden: verdict and score only
+        # The module's stack may be revealed already (the first test reveals hidden results).
+        revealed = service.api("GET", f"/api/v1/leaderboard/{OFFLOAD}", token).json()
+        if revealed["hidden_revealed"]:
+            assert all(r["makespan_us"] > 0 for r in hidden), hidden
+        else:
+            assert all(r["makespan_us"] is None and r["withheld"] for r in hidden), hidden
     assert greedy["public_score"] > naive["public_score"]
     board = service.api("GET", f"/api/v1/leaderboard/{OFFLOAD}", token).json()
     assert board["rows"][0]["team"] == "offloaders"
