@@ -1,7 +1,8 @@
 """The README's walkthrough runs as written: every ```sh block, in order, in one bash
 from the repository root, against a real service (uvicorn and a Celery worker on the
 embedded defaults that `make run` uses). Blocks that are not meant to run (the
-`make` commands, synopses, the config file) are ```text.
+`make` commands, synopses, the config file) are ```text; the ```bash blocks are the
+compose walkthrough, run by tests/test_compose_stack.py.
 
 The service's gpt2-train is its three smallest cases, so that the judgings the
 README starts take seconds; everything else is as a new user has it.
@@ -27,7 +28,7 @@ def test_readme_marks_every_block() -> None:
     text = README.read_text()
     fences = re.findall(r"^```(\w*)$", text, flags=re.M)
     openers = fences[0::2]
-    assert openers and all(lang in ("sh", "text") for lang in openers), openers
+    assert openers and all(lang in ("sh", "bash", "text") for lang in openers), openers
     # No indented code blocks: each block says whether it runs.
     assert not re.search(r"\n\n(    \S.*\n)+", re.sub(r"^```.*?^```$", "", text, flags=re.S | re.M))
 

@@ -1,0 +1,169 @@
+"""The production stack as an operator brings it up (README, "Production: the compose
+stack"): every ```bash block of the README, in order, in one bash from the repository
+root. It builds the images, starts the stack from a clean state (a fresh project, data
+directory and volumes) with two CPU-only workers, reads the organizer's token from the
+api's log, makes a team, a user and a token, and follows a C++ and a Python submission
+to the end. Both must be judged OK with the public scores the offline judge gives, by
+two different workers; then the stack goes, volumes and data directory too. The GPU
+override is validated with `docker-compose config` (no GPU here).
+
+Needs a Docker engine and Debian's docker-compose (scripts/prepare test brings both):
+skipped without them elsewhere, a failure in CI (CI=true).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import socket
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.conftest import IN_CI, ROOT
+
+README = ROOT / "README.md"
+GPU_FILE = ROOT / "docker-compose.gpu.yml"
+PLANNERS = ("best_fit.cpp", "naive.py")  # C++ and Python
+
+
+def bash_blocks(text: str) -> list[str]:
+    return re.findall(r"^```bash\n(.*?)^```$", text, flags=re.S | re.M)
+
+
+def require_compose() -> str:
+    """The docker-compose command, or a skip (a failure in CI) saying what is missing."""
+    compose = shutil.which("docker-compose")
+    engine = subprocess.run(["docker", "info"], capture_output=True, check=False).returncode == 0
+    missing = [w for w, ok in (("docker-compose", compose), ("a Docker engine", engine)) if not ok]
+    if missing:
+        why = f"{' and '.join(missing)} missing (scripts/prepare test brings them)"
+        if IN_CI:
+            pytest.fail(why)
+        pytest.skip(why)
+    assert compose
+    return compose
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture
+def stack_env(tmp_path: Path) -> Iterator[dict[str, str]]:
+    """A fresh compose project (its own name, port and data directory); removed after,
+    containers, volumes and data directory alike."""
+    compose = require_compose()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("MEMORACE_", "COMPOSE_"))}
+    env |= {
+        "COMPOSE_PROJECT_NAME": f"memorace-ci-{os.getpid()}",
+        "MEMORACE_PORT": str(free_port()),
+        "MEMORACE_DATA_DIR": str(tmp_path / "data"),
+    }
+    try:
+        yield env
+    finally:
+        down = subprocess.run(
+            [compose, "down", "--volumes", "--remove-orphans", "--timeout", "30"],
+            cwd=ROOT, env=env | {"MEMORACE_SECRET_KEY": "x", "DOCKER_GID": "0"},
+            capture_output=True, text=True, timeout=180, check=False,
+        )  # fmt: skip
+        shutil.rmtree(tmp_path / "data", ignore_errors=True)
+        assert down.returncode == 0, down.stderr
+        project = f"label=com.docker.compose.project={env['COMPOSE_PROJECT_NAME']}"
+        left = subprocess.run(
+            ["docker", "ps", "-aq", "--filter", project], capture_output=True, text=True, check=True
+        ).stdout
+        assert not left.strip(), f"containers left behind: {left}"
+
+
+def offline_public_scores() -> dict[str, subprocess.Popen[str]]:
+    """The expected public scores: the offline judge on the same problem (docker
+    sandbox), started now and read later."""
+    cli = [str(ROOT / ".venv/bin/memorace"), "judge", "--problem", "problems/gpt2-train"]
+    options = ["--split", "public", "--sandbox", "docker", "--json"]
+    return {
+        name: subprocess.Popen(
+            [*cli, f"reference_solutions/{name}", *options],
+            cwd=ROOT,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        for name in PLANNERS
+    }
+
+
+def test_readme_compose_walkthrough_two_workers(stack_env: dict[str, str]) -> None:
+    blocks = bash_blocks(README.read_text())
+    assert len(blocks) >= 3, "the README lost its compose walkthrough"
+    expected = offline_public_scores()
+    started = time.monotonic()
+    run = subprocess.run(
+        ["bash", "-c", "set -euxo pipefail\n" + "\n".join(blocks)],
+        cwd=ROOT, env=stack_env, capture_output=True, text=True, timeout=900, check=False,
+    )  # fmt: skip
+    took = time.monotonic() - started
+    said = f"stdout:\n{run.stdout[-6000:]}\nstderr:\n{run.stderr[-6000:]}"
+    assert run.returncode == 0, said  # set -e: the first failing command ends it
+    print(f"compose walkthrough (build, up, two judgings) took {took:.0f} s")
+
+    # Each submission judged to the end with the offline judge's public score.
+    for name, proc in expected.items():
+        out, _ = proc.communicate(timeout=300)
+        want = json.loads(out)["public_score"]
+        line = re.search(rf"^{re.escape(name)} (\S+) (\S+)$", run.stdout, flags=re.M)
+        assert line, said
+        assert line[1] == "done", said
+        assert abs(float(line[2]) - want) < 1e-6, (name, line[2], want)
+
+    # Two workers, and each judged one of them (the judgings' worker is HOST:PID, the
+    # host being the container).
+    rows = re.findall(r"^(\d+)\|(\S+)$", run.stdout, flags=re.M)
+    assert len(rows) == 2, said
+    hosts = {worker.rpartition(":")[0] for _, worker in rows}
+    assert len(hosts) == 2, f"one worker judged both: {rows}"
+    health = json.loads(re.search(r'^\{"ok".*\}$', run.stdout, flags=re.M)[0])
+    assert health["ok"] and health["workers"]["alive"] == 2, health
+
+    # The data directory the stack made: the service user's alone.
+    data = Path(stack_env["MEMORACE_DATA_DIR"])
+    assert (data.stat().st_uid, data.stat().st_mode & 0o777) == (10002, 0o700)
+    assert (data / "scratch").is_dir()
+
+
+def compose_config(*files: Path) -> dict:
+    compose = require_compose()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("MEMORACE_", "COMPOSE_"))}
+    env |= {"MEMORACE_SECRET_KEY": "x", "DOCKER_GID": "999"}
+    args = [a for f in files for a in ("-f", str(f))]
+    out = subprocess.run(
+        [compose, *args, "config"], cwd=ROOT, env=env, capture_output=True, text=True,
+        timeout=60, check=False,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    return yaml.safe_load(out.stdout)["services"]
+
+
+def test_base_file_is_cpu_only_and_gpu_file_gives_each_worker_its_gpu() -> None:
+    base = compose_config(ROOT / "docker-compose.yml")
+    assert not any("deploy" in svc for svc in base.values()), "the base file must run without GPUs"
+    assert base["worker"]["group_add"] == ["999"] and base["worker"]["user"] == "10002:10002"
+
+    gpu = compose_config(ROOT / "docker-compose.yml", GPU_FILE)
+    workers = sorted(name for name in gpu if name.startswith("worker-gpu"))
+    assert workers == ["worker-gpu0", "worker-gpu1"]
+    for slot, name in enumerate(workers):
+        svc = gpu[name]
+        (device,) = svc["deploy"]["resources"]["reservations"]["devices"]
+        assert device["device_ids"] == [str(slot)], device
+        assert str(svc["environment"]["MEMORACE_GPU_SLOT"]) == str(slot)
+        assert svc["image"] == "memorace/service:gpu" and svc["build"]["args"]["EXTRAS"] == "gpu"
+    assert gpu["worker"].get("profiles") == ["cpu"]  # the CPU-only worker is left out
