@@ -152,18 +152,30 @@ def compose_config(*files: Path) -> dict:
     return yaml.safe_load(out.stdout)["services"]
 
 
-def test_base_file_is_cpu_only_and_gpu_file_gives_each_worker_its_gpu() -> None:
+def test_base_file_is_cpu_only_and_gpu_override_gives_each_worker_its_gpu(
+    tmp_path: Path,
+) -> None:
     base = compose_config(ROOT / "docker-compose.yml")
     assert not any("deploy" in svc for svc in base.values()), "the base file must run without GPUs"
     assert base["worker"]["group_add"] == ["999"] and base["worker"]["user"] == "10002:10002"
 
-    gpu = compose_config(ROOT / "docker-compose.yml", GPU_FILE)
-    workers = sorted(name for name in gpu if name.startswith("worker-gpu"))
-    assert workers == ["worker-gpu0", "worker-gpu1"]
-    for slot, name in enumerate(workers):
-        svc = gpu[name]
-        (device,) = svc["deploy"]["resources"]["reservations"]["devices"]
-        assert device["device_ids"] == [str(slot)], device
-        assert str(svc["environment"]["MEMORACE_GPU_SLOT"]) == str(slot)
-        assert svc["image"] == "memorace/service:gpu" and svc["build"]["args"]["EXTRAS"] == "gpu"
-    assert gpu["worker"].get("profiles") == ["cpu"]  # the CPU-only worker is left out
+    generate = [str(ROOT / "scripts/compose-gpu-workers")]
+    two = subprocess.run([*generate, "2"], capture_output=True, text=True, check=True).stdout
+    assert GPU_FILE.read_text() == two, "docker-compose.gpu.yml: scripts/compose-gpu-workers 2"
+    four = tmp_path / "docker-compose.gpus.yml"
+    four.write_text(
+        subprocess.run([*generate, "4"], capture_output=True, text=True, check=True).stdout
+    )
+    for override, count in ((GPU_FILE, 2), (four, 4)):
+        services = compose_config(ROOT / "docker-compose.yml", override)
+        workers = sorted(name for name in services if name.startswith("worker-gpu"))
+        assert workers == [f"worker-gpu{i}" for i in range(count)]
+        for slot, name in enumerate(workers):
+            svc = services[name]
+            (device,) = svc["deploy"]["resources"]["reservations"]["devices"]
+            assert device["device_ids"] == [str(slot)], device
+            assert str(svc["environment"]["MEMORACE_GPU_SLOT"]) == str(slot)
+            assert (
+                svc["image"] == "memorace/service:gpu" and svc["build"]["args"]["EXTRAS"] == "gpu"
+            )
+        assert services["worker"].get("profiles") == ["cpu"]  # the CPU-only worker is left out
