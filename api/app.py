@@ -17,11 +17,13 @@ from starlette.middleware.sessions import SessionMiddleware
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from api import logs, queue, workers
+from api.bodylimit import BodyLimit
 from api.db.session import get_engine, migrate, session_scope
 from api.deps import DB, Config
 from api.docs import add_docs
 from api.errors import ServiceError
 from api.metrics import DatabaseCollector, metrics_response
+from api.pathguard import PathGuard
 from api.settings import Settings, get_settings
 from judge.errors import InputError
 
@@ -66,6 +68,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         # session; who is logged in is decided on the server (api.auth, logout ends it).
         max_age=int(settings.session_ttl_s),
     )
+    app.add_middleware(BodyLimit)  # before FastAPI reads a body, whoever is asking
+    app.add_middleware(PathGuard)  # NUL, over-64-bit ids: answered before the database
     _errors(app)
     _access_log(app)
     from api import pages, routes_admin, routes_tokens, routes_v1

@@ -6,7 +6,7 @@ from __future__ import annotations
 import hashlib
 import secrets
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from argon2 import PasswordHasher
@@ -59,7 +59,12 @@ def new_token(db: Session, user: User, name: str = "", expires_at: datetime | No
     """Create a token for `user`; the plain token exists only in this return value."""
     token = TOKEN_PREFIX + secrets.token_urlsafe(32)
     db.add(
-        ApiToken(user_id=user.id, token_hash=token_hash(token), name=name, expires_at=expires_at)
+        ApiToken(
+            user_id=user.id,
+            token_hash=token_hash(token),
+            name=name,
+            expires_at=utc(expires_at) if expires_at else None,
+        )
     )
     db.flush()
     return token
@@ -146,6 +151,12 @@ def revoke_access(db: Session, user: User) -> tuple[int, int]:
     return tokens.rowcount, sessions.rowcount  # type: ignore[attr-defined]
 
 
+def utc(stamp: datetime) -> datetime:
+    """In UTC: an offset is converted, a naive stamp is taken as UTC. SQLite keeps no
+    offset (it stores the clock time), so every stamp is converted before it is stored."""
+    return aware(stamp).astimezone(UTC)
+
+
 def iso(stamp: datetime | None) -> str | None:
     return aware(stamp).isoformat() if stamp else None
 
@@ -158,7 +169,7 @@ def expiry(in_days: float | None, at: datetime | None) -> datetime | None:
         return utcnow() + timedelta(days=in_days)
     if at is None:
         return None
-    at = aware(at)
+    at = utc(at)
     if at <= utcnow():
         raise ServiceError(f"expires_at {at.isoformat()} is not in the future", 422)
     return at

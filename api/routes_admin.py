@@ -3,21 +3,29 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel, Field
+from pydantic import AfterValidator, BaseModel, Field
 
 from api import admin, audit, imports, problems, queue
 from api.audit import record
-from api.auth import expiry, iso
-from api.deps import DB, Admin, Config
+from api.auth import expiry, iso, utc
+from api.deps import DB, Admin, Config, Id
 from api.errors import ServiceError
 from api.uploads import form_schema
 
 router = APIRouter(prefix="/api/v1/admin", tags=["admin"])
+
+
+def _utc_or_none(stamp: datetime | None) -> datetime | None:
+    return utc(stamp) if stamp else None
+
+
+# A moment in UTC: "...+02:00" is converted, a time without offset is read as UTC.
+UtcStamp = Annotated[datetime | None, AfterValidator(_utc_or_none)]
 
 
 class TeamIn(BaseModel):
@@ -36,7 +44,7 @@ class TokenIn(BaseModel):
     name: str = ""
     # Optional expiry (api.auth.expiry): in days from now, or a moment.
     expires_in_days: float | None = Field(default=None, gt=0, le=3660)
-    expires_at: datetime | None = None
+    expires_at: UtcStamp = None
 
 
 class RejudgeIn(BaseModel):
@@ -57,9 +65,9 @@ class WeightIn(BaseModel):
 
 class ContestIn(BaseModel):
     title: str | None = None
-    start_at: datetime | None = None
-    end_at: datetime | None = None
-    freeze_at: datetime | None = None
+    start_at: UtcStamp = None
+    end_at: UtcStamp = None
+    freeze_at: UtcStamp = None
     hidden_revealed: bool | None = None
     # What contestants see of a hidden case before the reveal (api.submissions).
     hidden_detail: Literal["verdict", "judged"] | None = None
@@ -89,7 +97,7 @@ def list_imports(user: Admin, db: DB, limit: int = 20) -> list[dict[str, Any]]:
 
 
 @router.get("/imports/{job_id}")
-def get_import(job_id: int, user: Admin, db: DB) -> dict[str, Any]:
+def get_import(job_id: Id, user: Admin, db: DB) -> dict[str, Any]:
     return imports.job_dict(db, imports.get_job(db, job_id))
 
 

@@ -11,7 +11,7 @@ from sqlalchemy.orm import Session
 from api import auth
 from api.audit import record
 from api.db.models import User
-from api.deps import DB, Admin, Contestant
+from api.deps import DB, Admin, Contestant, Id
 from api.errors import NotFound
 
 admin_router = APIRouter(prefix="/api/v1/admin", tags=["admin"])
@@ -26,7 +26,7 @@ def list_tokens(user: Admin, db: DB, username: str | None = None) -> list[dict[s
 
 
 @admin_router.delete("/tokens/{token_id}")
-def revoke_token(token_id: int, user: Admin, db: DB) -> dict[str, Any]:
+def revoke_token(token_id: Id, user: Admin, db: DB) -> dict[str, Any]:
     return revoke_one(db, user, token_id, owner=None)
 
 
@@ -42,7 +42,7 @@ def my_tokens(user: Contestant, db: DB) -> list[dict[str, Any]]:
 
 
 @own_router.delete("/tokens/{token_id}")
-def revoke_my_token(token_id: int, user: Contestant, db: DB) -> dict[str, Any]:
+def revoke_my_token(token_id: Id, user: Contestant, db: DB) -> dict[str, Any]:
     return revoke_one(db, user, token_id, owner=user)
 
 

@@ -14,7 +14,7 @@ from fastapi.responses import FileResponse, JSONResponse, PlainTextResponse, Str
 from api import problems, submissions
 from api.db.models import User
 from api.db.session import session_scope
-from api.deps import DB, Config, Contestant, Viewer
+from api.deps import DB, Config, Contestant, Id, Viewer
 from api.errors import ServiceError
 from api.leaderboard import leaderboard
 from api.settings import Settings
@@ -117,13 +117,13 @@ def list_subs(user: Contestant, db: DB, limit: int = 100) -> list[dict[str, Any]
 
 
 @router.get("/submissions/{sub_id}")
-def get_sub(sub_id: int, user: Contestant, db: DB) -> dict[str, Any]:
+def get_sub(sub_id: Id, user: Contestant, db: DB) -> dict[str, Any]:
     return submissions.submission_dict(db, submissions.get_submission(db, sub_id, user), user)
 
 
 @router.get("/submissions/{sub_id}/events")
 def follow(
-    sub_id: int, user: Contestant, db: DB, settings: Config, request: Request
+    sub_id: Id, user: Contestant, db: DB, settings: Config, request: Request
 ) -> StreamingResponse:
     submissions.get_submission(db, sub_id, user)  # 404 before the stream starts
     stream = _events(settings, sub_id, user.id, request)

@@ -54,13 +54,17 @@ def csrf_token(request: Request) -> str:
 # Upload forms read their own body (api.uploads: after the login is checked, size-capped)
 # and then call check_csrf; the guard must not read it first.
 UPLOAD_PATHS = frozenset({"/submit", "/admin/problems"})
+# For every page form, whoever parses it first (this guard, or FastAPI for Form(...)).
+FORM_LIMITS: dict[str, int] = {"max_files": 0, "max_fields": 1000}
 
 
 async def csrf_guard(request: Request) -> None:
     """Every state-changing request of the pages must echo the session's token."""
     if request.method in SAFE_METHODS or request.url.path in UPLOAD_PATHS:
         return
-    form = await request.form()  # cached: the endpoint's Form(...) fields reuse it
+    # No file parts (a page form never has one: they would be spooled to disk before
+    # the refusal); cached, so the endpoint's Form(...) fields reuse this parse.
+    form = await request.form(**FORM_LIMITS)
     check_csrf(request, form.get(CSRF_FIELD))
 
 
@@ -78,7 +82,9 @@ def check_csrf(request: Request, sent: Any) -> None:
         )
 
 
-router = APIRouter(include_in_schema=False, dependencies=[Depends(csrf_guard)])
+router = APIRouter(
+    include_in_schema=False, dependencies=[Depends(csrf_guard)], form_limits=FORM_LIMITS
+)
 
 
 # --- rendering ----------------------------------------------------------------------------

@@ -68,14 +68,15 @@ def admin_home(request: Request, user: Admin, db: DB) -> Response:
 
 
 def _stamp(field: str, value: str) -> datetime | None:
-    """A datetime-local field, read as UTC; empty clears it."""
+    """A datetime-local field (no offset), read as UTC; an offset is converted to UTC
+    (SQLite stores the clock time only); empty clears it."""
     if not value.strip():
         return None
     try:
         stamp = datetime.fromisoformat(value.strip())
     except ValueError:
         raise ServiceError(f"{field}: '{value}' is not a date and time") from None
-    return stamp if stamp.tzinfo else stamp.replace(tzinfo=UTC)
+    return stamp.astimezone(UTC) if stamp.tzinfo else stamp.replace(tzinfo=UTC)
 
 
 @router.post("/admin/contest")
