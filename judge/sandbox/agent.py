@@ -129,10 +129,11 @@ def out_tar(output_limit: int) -> tuple:
                 fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
             except OSError:
                 continue
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode):  # fdopen of a folder would raise
+                os.close(fd)
+                continue
             with os.fdopen(fd, "rb") as f:
-                st = os.fstat(f.fileno())
-                if not stat.S_ISREG(st.st_mode):
-                    continue
                 if st.st_size >= output_limit:
                     big = True
                     continue

@@ -11,6 +11,15 @@ namespaces, in a folder only root may enter) and restored from there before
 each case; /tmp (also HOME and TMPDIR) and /out start empty, and each run gets
 fresh namespaces (IPC, /dev/shm). Without bubblewrap only the working folder,
 /tmp and /out are reset: what a planner writes elsewhere may survive.
+
+Disk: /tmp is a tmpfs of TMP_BYTES (bubblewrap >= 0.8); /work, /out (and /tmp on an
+older bubblewrap or none) are host folders, watched while the planner runs: past
+DISK_LIMIT_BYTES more, MAX_NEW_ENTRIES more entries, folders in /out nested past
+MAX_OUT_DEPTH, a path past PATH_MAX, or one file of OUTPUT_LIMIT_BYTES (also
+RLIMIT_FSIZE), it is killed for too much output (the walks are iterative and bounded).
+
+Other users of the host: the session folder is 0711, the case folder root's and the
+sandbox group's only (0750), /work, /out and /tmp the sandbox user's only (0700).
 """
 
 from __future__ import annotations
@@ -18,33 +27,40 @@ from __future__ import annotations
 import logging
 import os
 import resource
+import select
 import shutil
 import signal
 import subprocess
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from functools import cache
 from pathlib import Path
 
 from judge.package import Limits
-from judge.sandbox.base import (
-    LOG_TAIL_BYTES,
-    OUTPUT_LIMIT_BYTES,
-    RunOutcome,
-    SandboxError,
-    brief,
-    tail,
+from judge.sandbox.base import LOG_TAIL_BYTES, OUTPUT_LIMIT_BYTES, RunOutcome, SandboxError, tail
+from judge.sandbox.local_fs import (
+    MAX_NEW_ENTRIES,
+    MAX_OUT_DEPTH,
+    Usage,
+    copy_tree,
+    group_readable,
+    private,
+    remove_tree,
+    usage,
+)
+from judge.sandbox.local_uids import (
+    PROBE_UID,
+    drop_privileges,
+    kill_user_processes,
+    lease_uid,
+    session_uids,
 )
 
 log = logging.getLogger("memorace.sandbox")
-# Each session runs as its own uid from this range (no passwd entry needed): a uid that
-# owns nothing, whose processes can all be killed without touching a concurrent judging.
-SANDBOX_UID_BASE = int(os.environ.get("MEMORACE_SANDBOX_UID_BASE", "1200000"))
-SANDBOX_UID_COUNT = 100_000
-PROBE_UID = 65534
-MAX_PROCESSES = 64
+TMP_BYTES = OUTPUT_LIMIT_BYTES  # the /tmp tmpfs, as in the docker sandbox
+WATCH_S = 0.05  # how often the disk use of a running planner is looked at
 SYSTEM_PATH = "/usr/bin:/bin"  # system tools only: never the judge's own interpreters
 # What a planner sees of the host under bubblewrap: Debian's merged /usr, read-only.
 SYSTEM_VIEW = (
@@ -64,10 +80,20 @@ def bwrap_works() -> bool:
     """Whether bubblewrap is installed and can make namespaces here."""
     if not shutil.which("bwrap"):
         return False
+    return _probe()
+
+
+@cache
+def bwrap_sized_tmpfs() -> bool:
+    """Whether this bubblewrap makes size-capped tmpfs mounts (--size, from 0.8)."""
+    return bwrap_works() and _probe("--size", "65536", "--tmpfs", "/tmp")
+
+
+def _probe(*options: str) -> bool:
     probe = subprocess.run(
-        ["bwrap", *SYSTEM_VIEW, "/bin/true"],
+        ["bwrap", *SYSTEM_VIEW, *options, "/bin/true"],
         capture_output=True,
-        preexec_fn=lambda: _drop_privileges(PROBE_UID),
+        preexec_fn=lambda: drop_privileges(PROBE_UID),
         check=False,
     )
     return probe.returncode == 0
@@ -90,14 +116,14 @@ class LocalSandbox:
                 "local sandbox WITHOUT bubblewrap: planners share the network and can read "
                 "every world-readable file; install bubblewrap or use the docker sandbox",
             )
-        scratch = Path(tempfile.mkdtemp(prefix="memorace-local-"))
-        uid = _fresh_uid()
-        try:
-            yield LocalSession(scratch, submission_root, build, run, limits, uid)
-        finally:
-            _kill_user_processes(uid)
-            with suppress(OSError):
-                _remove_tree(scratch)
+        with lease_uid() as uid:
+            scratch = Path(tempfile.mkdtemp(prefix="memorace-local-"))
+            try:
+                yield LocalSession(scratch, submission_root, build, run, limits, uid)
+            finally:
+                kill_user_processes(uid)
+                with suppress(OSError):
+                    remove_tree(scratch)
 
 
 class LocalSession:
@@ -117,38 +143,43 @@ class LocalSession:
         self.sealed = scratch / "sealed" / "work"  # the work folder right after the build
         shutil.copytree(root, self.work)
         for d in (self.case_dir, self.out_dir, self.tmp, self.sealed.parent):
-            d.mkdir()
-        os.chmod(scratch, 0o755)
-        os.chmod(self.sealed.parent, 0o700)  # the sandbox user cannot enter it
+            d.mkdir(mode=0o700)  # sealed: the sandbox user cannot enter it
+        os.chmod(scratch, 0o711)  # others may pass (bwrap's arguments name it), not look
+        group_readable(self.case_dir, uid)
         for d in (self.work, self.out_dir, self.tmp):
-            _give_to_sandbox_user(d, self.uid)
+            private(d, uid)
         self.namespaced = bwrap_works()
+        self.tmpfs = bwrap_sized_tmpfs()  # else /tmp is a watched host folder
+        self.base = usage([self.work])  # what the submission itself holds
 
     def build(self, timeout_s: float) -> RunOutcome | None:
         built = self._exec(self.build_cmd, timeout_s, cpu_s=timeout_s) if self.build_cmd else None
         if built is not None and (built.exit_code != 0 or built.timed_out):
             return built
         try:
-            _copy_tree(self.work, self.sealed)  # no process of the build is left
+            copy_tree(self.work, self.sealed)  # no process of the build is left
         except SandboxError as exc:  # e.g. a file the build made unreadable (no root)
             return RunOutcome(1, built.time_s if built else 0.0, log=str(exc))
+        self.base = usage([self.work])  # each case starts from this /work, /out and /tmp empty
         return built
 
     def run_case(self, time_limit_s: float) -> RunOutcome:
         if not self.sealed.exists():
-            _copy_tree(self.work, self.sealed)
+            copy_tree(self.work, self.sealed)
         for d in (self.out_dir, self.tmp):
-            _remove_tree(d)
-            d.mkdir()
-            _give_to_sandbox_user(d, self.uid)
-        _remove_tree(self.work)
-        _copy_tree(self.sealed, self.work)
+            remove_tree(d)
+            d.mkdir(mode=0o700)
+            private(d, self.uid)
+        remove_tree(self.work)
+        copy_tree(self.sealed, self.work)
+        private(self.work, self.uid)  # the build may have opened it to everyone
         return self._exec(self.run_cmd, time_limit_s, cpu_s=time_limit_s)
 
     def _exec(self, cmd: list[str], wall_s: float, cpu_s: float) -> RunOutcome:
         argv, env = self._argv_env(cmd)
         log_path = self.scratch / "log"
-        with log_path.open("wb") as log_file:
+        log_fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)  # not others'
+        with open(log_fd, "wb") as log_file:
             start = time.monotonic()
             proc = subprocess.Popen(
                 argv,
@@ -160,15 +191,30 @@ class LocalSession:
                 start_new_session=True,
                 preexec_fn=lambda: _limit(self.limits, cpu_s, self.uid),
             )
-            timed_out = False
-            try:
-                proc.wait(timeout=wall_s)
-            except subprocess.TimeoutExpired:
-                timed_out = True
+            timed_out, over = self._watch(proc, start + wall_s)
             _kill_group(proc)
-            _kill_user_processes(self.uid)  # anything that left the process group
+            kill_user_processes(self.uid)  # anything that left the process group
             elapsed = time.monotonic() - start
-        return self._outcome(proc.returncode, elapsed, timed_out, log_path)
+        over = over or self._usage().exceeds(self.base)
+        return self._outcome(proc.returncode, elapsed, timed_out, over, log_path)
+
+    def _watch(self, proc: subprocess.Popen[bytes], deadline: float) -> tuple[bool, bool]:
+        """Wait for the planner's exit: (timed out, killed for its disk use)."""
+        with _exit_waiter(proc) as exited:
+            while (left := deadline - time.monotonic()) > 0:
+                if exited(min(left, WATCH_S)):
+                    return False, False
+                if self._usage().exceeds(self.base):
+                    return False, True
+        return True, False
+
+    def _usage(self) -> Usage:
+        """What the planner's writable folders hold (the walk stops past the budget)."""
+        budget = self.base.entries + MAX_NEW_ENTRIES
+        out = usage([self.out_dir], budget, max_depth=MAX_OUT_DEPTH)
+        if out.exceeds(self.base):
+            return out
+        return out + usage([self.work] + ([] if self.tmpfs else [self.tmp]), budget - out.entries)
 
     def _argv_env(self, cmd: list[str]) -> tuple[list[str], dict[str, str]]:
         env = {"PATH": SYSTEM_PATH, "LANG": "C.UTF-8", "OMP_NUM_THREADS": str(self.limits.cpus)}
@@ -198,9 +244,7 @@ class LocalSession:
             "--bind",
             str(self.out_dir),
             "/out",
-            "--bind",
-            str(self.tmp),
-            "/tmp",
+            *_tmp_mount(self.tmp, self.tmpfs),
             "--bind",
             str(self.work),
             "/work",
@@ -212,16 +256,16 @@ class LocalSession:
         ]
         return jail + cmd, env
 
-    def _outcome(self, code: int, elapsed: float, timed_out: bool, log_path: Path) -> RunOutcome:
+    def _outcome(
+        self, code: int, elapsed: float, timed_out: bool, over: bool, log_path: Path
+    ) -> RunOutcome:
         size = log_path.stat().st_size
         with log_path.open("rb") as fh:
             fh.seek(max(0, size - LOG_TAIL_BYTES))
             text = tail(fh.read())
         if self.namespaced and code > 128:  # bubblewrap reports a signal death as 128 + signal
             code = -(code - 128)
-        too_much = (
-            size >= OUTPUT_LIMIT_BYTES or code == -signal.SIGXFSZ or _any_file_too_big(self.out_dir)
-        )
+        too_much = size >= OUTPUT_LIMIT_BYTES or code == -signal.SIGXFSZ or over
         memory = not timed_out and code != 0 and any(h in text for h in MEMORY_HINTS)
         return RunOutcome(
             None if timed_out else code,
@@ -233,20 +277,34 @@ class LocalSession:
         )
 
 
-def _fresh_uid() -> int:
-    """A uid no other live session uses (pid and a counter spread over the range)."""
-    global _SESSIONS
-    _SESSIONS += 1
-    return SANDBOX_UID_BASE + (os.getpid() * 64 + _SESSIONS) % SANDBOX_UID_COUNT
+def _tmp_mount(host_tmp: Path, tmpfs: bool) -> list[str]:
+    if tmpfs:
+        return ["--size", str(TMP_BYTES), "--tmpfs", "/tmp"]
+    return ["--bind", str(host_tmp), "/tmp"]
 
 
-_SESSIONS = 0
+@contextmanager
+def _exit_waiter(proc: subprocess.Popen[bytes]) -> Iterator[Callable[[float], bool]]:
+    """A wait(seconds) -> exited: a pidfd wakes at the exit itself (no polling delay)."""
+    try:
+        fd = os.pidfd_open(proc.pid)
+    except (AttributeError, OSError):
 
+        def wait(seconds: float) -> bool:
+            try:
+                proc.wait(timeout=seconds)
+                return True
+            except subprocess.TimeoutExpired:
+                return False
 
-def session_uids() -> set[int]:
-    """Every uid this judge process has given a session so far (for leak checks)."""
-    pid = os.getpid()
-    return {SANDBOX_UID_BASE + (pid * 64 + k) % SANDBOX_UID_COUNT for k in range(1, _SESSIONS + 1)}
+        yield wait
+        return
+    poller = select.poll()
+    poller.register(fd, select.POLLIN)
+    try:
+        yield lambda seconds: bool(poller.poll(seconds * 1000))
+    finally:
+        os.close(fd)
 
 
 def _limit(limits: Limits, cpu_s: float, uid: int) -> None:
@@ -257,20 +315,7 @@ def _limit(limits: Limits, cpu_s: float, uid: int) -> None:
     resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
     resource.setrlimit(resource.RLIMIT_FSIZE, (OUTPUT_LIMIT_BYTES, OUTPUT_LIMIT_BYTES))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-    _drop_privileges(uid)
-
-
-def _drop_privileges(uid: int) -> None:
-    if os.geteuid() == 0:  # run as a user that owns nothing; NPROC then counts only its own
-        os.setgroups([])
-        os.setgid(uid)
-        os.setuid(uid)
-        resource.setrlimit(resource.RLIMIT_NPROC, (MAX_PROCESSES, MAX_PROCESSES))
-
-
-def _give_to_sandbox_user(path: Path, uid: int) -> None:
-    if os.geteuid() == 0:
-        os.chown(path, uid, uid)
+    drop_privileges(uid)
 
 
 def _kill_group(proc: subprocess.Popen[bytes]) -> None:
@@ -279,51 +324,4 @@ def _kill_group(proc: subprocess.Popen[bytes]) -> None:
     proc.wait()
 
 
-def _kill_user_processes(uid: int) -> None:
-    """Kill every process of the session's own uid (only when we could switch to it)."""
-    if os.geteuid() != 0:
-        return
-    for _ in range(3):  # a fork bomb may fork while we kill
-        pids = _pids_of(uid)
-        if not pids:
-            return
-        for pid in pids:
-            with suppress(ProcessLookupError, PermissionError):
-                os.kill(pid, signal.SIGKILL)
-        time.sleep(0.05)
-
-
-def _pids_of(uid: int) -> list[int]:
-    pids = []
-    for entry in os.scandir("/proc"):
-        if entry.name.isdigit():
-            try:
-                if entry.stat().st_uid == uid:
-                    pids.append(int(entry.name))
-            except FileNotFoundError:
-                pass
-    return pids
-
-
-def _copy_tree(source: Path, dest: Path) -> None:
-    """A copy with owners, modes, links and times (cp handles any depth and any file type)."""
-    proc = subprocess.run(["cp", "-a", "--", str(source), str(dest)], capture_output=True)
-    if proc.returncode != 0:
-        why = brief(proc.stderr).rpartition(": ")[2]  # the reason, not the judge's own paths
-        raise SandboxError(f"the build's output cannot be kept for the cases: {why}")
-
-
-def _remove_tree(path: Path) -> None:
-    """Remove a tree the sandbox user wrote: also folders it made unreadable to itself or
-    nested deeper than Python's stack (rm walks any depth)."""
-    try:
-        shutil.rmtree(path)
-    except (OSError, RecursionError):
-        subprocess.run(["chmod", "-R", "u+rwx", "--", str(path)], capture_output=True)
-        subprocess.run(["rm", "-rf", "--", str(path)], capture_output=True)
-        if path.exists():
-            raise OSError(f"cannot remove {path}") from None
-
-
-def _any_file_too_big(directory: Path) -> bool:
-    return any(p.is_file() and p.stat().st_size >= OUTPUT_LIMIT_BYTES for p in directory.rglob("*"))
+__all__ = ["LocalSandbox", "LocalSession", "bwrap_sized_tmpfs", "bwrap_works", "session_uids"]
