@@ -421,3 +421,18 @@ def test_a_form_with_two_files_or_a_file_too_many_bytes_is_refused():
         _read(_form({}, [("file", "a.py", b"1"), ("file", "b.py", b"2")]), 5)
     with pytest.raises(ServiceError, match="is more than 64 bytes, the most"):
         _read(_form({}, [("file", "a.py", b"x" * 65)]), 7)
+
+
+def test_orphan_scratch_deeper_than_pythons_stack_is_removed(tmp_path):
+    from worker import scratch
+
+    orphan = scratch.folder_for(socket.gethostname(), 2**22 + 1, tmp_path)  # no such pid
+    orphan.mkdir()
+    os.chdir(orphan)  # relative mkdirs: a path of 1,500 levels is longer than PATH_MAX
+    try:
+        for _ in range(1500):
+            os.mkdir("d")
+            os.chdir("d")
+    finally:
+        os.chdir(tmp_path)
+    assert scratch.remove_orphans(tmp_path) == 1 and not orphan.exists()

@@ -8,12 +8,13 @@ is dead (SIGKILL, OOM) is an orphan and goes; a live worker's folder stays.
 from __future__ import annotations
 
 import os
-import shutil
 import socket
 import tempfile
+from contextlib import suppress
 from pathlib import Path
 
 from judge.sandbox.base import process_alive
+from judge.sandbox.local_fs import remove_tree
 
 PREFIX = "memorace-worker-"
 _SYSTEM_TMP = Path(tempfile.gettempdir())  # before enter() points tempfile elsewhere
@@ -42,7 +43,8 @@ def enter() -> Path:
 def leave() -> None:
     """At a clean exit: the process's folder goes with it."""
     folder = folder_for(socket.gethostname(), os.getpid())
-    shutil.rmtree(folder, ignore_errors=True)
+    with suppress(OSError):
+        remove_tree(folder)
     if tempfile.tempdir == str(folder):
         tempfile.tempdir = None
 
@@ -54,6 +56,7 @@ def remove_orphans(base: Path = _SYSTEM_TMP) -> int:
         owner_host, _, pid = path.name[len(PREFIX) :].rpartition("-")
         if owner_host != host or not pid.isdigit() or process_alive(int(pid)) or not path.is_dir():
             continue
-        shutil.rmtree(path, ignore_errors=True)
+        with suppress(OSError):  # deeper than Python's stack too: rm walks any depth
+            remove_tree(path)
         removed += 1
     return removed
