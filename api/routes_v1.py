@@ -2,28 +2,20 @@
 
 from __future__ import annotations
 
-import asyncio
-import json
-from collections.abc import AsyncIterator
 from typing import Any
 
 from fastapi import APIRouter, Request
 from fastapi.concurrency import run_in_threadpool
-from fastapi.responses import FileResponse, JSONResponse, PlainTextResponse, StreamingResponse
+from fastapi.responses import FileResponse, JSONResponse, PlainTextResponse, Response
 
-from api import problems, submissions
-from api.db.models import User
-from api.db.session import session_scope
+from api import events, problems, submissions
 from api.deps import DB, Config, Contestant, Id, Viewer
 from api.errors import ServiceError
 from api.leaderboard import leaderboard
-from api.settings import Settings
 from api.uploads import form_schema, read_upload
 from api.workers import QUEUED_NO_WORKER, alive_count
 
 router = APIRouter(prefix="/api/v1", tags=["contestants"])
-SSE_POLL_S = 0.5
-SSE_KEEPALIVE_S = 15.0
 
 
 @router.get("/me")
@@ -41,8 +33,9 @@ def list_problems(db: DB) -> list[dict[str, Any]]:
 
 
 @router.get("/problems/{slug}")
-def get_problem(slug: str, db: DB) -> dict[str, Any]:
-    return _problem_dict(problems.current_version(db, slug), full=True)
+def get_problem(slug: str, db: DB, viewer: Viewer) -> dict[str, Any]:
+    shown = submissions.hidden_visible(db, viewer)
+    return _problem_dict(problems.current_version(db, slug), full=True, hidden=shown)
 
 
 @router.get("/problems/{slug}/statement", response_class=PlainTextResponse)
@@ -56,7 +49,9 @@ def download_case(slug: str, case: str, db: DB) -> FileResponse:
     return FileResponse(path, filename=path.name, media_type="text/csv")
 
 
-def _problem_dict(version: Any, full: bool) -> dict[str, Any]:
+def _problem_dict(version: Any, full: bool, hidden: bool = False) -> dict[str, Any]:
+    """`hidden`: whether the viewer may see the hidden cases' figures (organizers, or
+    anyone after the reveal): their capacity (~1.25 x the bound), size and bound."""
     data = {
         "slug": version.problem.slug,
         "name": version.name,
@@ -67,18 +62,13 @@ def _problem_dict(version: Any, full: bool) -> dict[str, Any]:
     }
     if full:
         data["statement"] = version.statement
-        data["case_list"] = [
-            {
-                "name": c.name,
-                "split": c.split,
-                "weight": c.weight,
-                "capacity": c.capacity,
-                "lower_bound": c.lower_bound if c.split == "public" else None,
-                "items": c.items,
-            }
-            for c in version.cases
-        ]
+        data["case_list"] = [_case_dict(c, hidden or c.split == "public") for c in version.cases]
     return data
+
+
+def _case_dict(case: Any, figures: bool) -> dict[str, Any]:
+    shown = {k: getattr(case, k) if figures else None for k in ("capacity", "lower_bound", "items")}
+    return {"name": case.name, "split": case.split, "weight": case.weight, **shown}
 
 
 # The form is read by the route itself (api.uploads), after the token is checked.
@@ -122,70 +112,10 @@ def get_sub(sub_id: Id, user: Contestant, db: DB) -> dict[str, Any]:
 
 
 @router.get("/submissions/{sub_id}/events")
-def follow(
-    sub_id: Id, user: Contestant, db: DB, settings: Config, request: Request
-) -> StreamingResponse:
+def follow(sub_id: Id, user: Contestant, db: DB, settings: Config, request: Request) -> Response:
+    """Live events until the judging ends; 429 with Retry-After past the stream caps."""
     submissions.get_submission(db, sub_id, user)  # 404 before the stream starts
-    stream = _events(settings, sub_id, user.id, request)
-    headers = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
-    return StreamingResponse(stream, media_type="text/event-stream", headers=headers)
-
-
-async def _events(
-    settings: Settings, sub_id: int, user_id: int, request: Request
-) -> AsyncIterator[str]:
-    """Server-sent events from the database (the source of truth), so they work the same
-    with any broker: `status` on each change, `case` per new result, `end` when done."""
-    sent_cases: set[tuple[int | None, str]] = set()
-    last_status: Any = None
-    quiet = 0.0
-    while not await request.is_disconnected():
-        body = await run_in_threadpool(_snapshot, settings, sub_id, user_id)
-        out = []
-        status = {
-            k: body[k]
-            for k in ("status", "status_detail", "queue_position", "cases_done", "cases_total")
-        }
-        if status != last_status:
-            out.append(_sse("status", status))
-            last_status = status
-        for result in body["results"]:
-            key = (body["judging_id"], result["case"])
-            if key not in sent_cases:
-                sent_cases.add(key)
-                out.append(
-                    _sse(
-                        "case",
-                        {
-                            **result,
-                            "cases_done": body["cases_done"],
-                            "cases_total": body["cases_total"],
-                        },
-                    )
-                )
-        if body["status"] in ("done", "error"):
-            out.append(_sse("end", body))
-            yield "".join(out)
-            return
-        if out:
-            quiet = 0.0
-            yield "".join(out)
-        elif quiet >= SSE_KEEPALIVE_S:
-            quiet = 0.0
-            yield ": keep-alive\n\n"
-        await asyncio.sleep(SSE_POLL_S)
-        quiet += SSE_POLL_S
-
-
-def _snapshot(settings: Settings, sub_id: int, user_id: int) -> dict[str, Any]:
-    with session_scope(settings.database_url) as db:
-        user = db.get(User, user_id)
-        assert user is not None
-        return submissions.submission_dict(db, submissions.get_submission(db, sub_id, user), user)
-
-
-def _sse(event: str, data: dict[str, Any]) -> str:
-    return f"event: {event}\ndata: {json.dumps(data)}\n\n"
+    return events.open_stream(request, settings, sub_id, user)
 
 
 @router.get("/leaderboard/{slug}")

@@ -86,6 +86,12 @@ class Settings:
     login_hash_wait_s: float = field(default_factory=lambda: _float("LOGIN_HASH_WAIT_S", 5.0))
     # A web login lasts this long (server side; logout ends it at once).
     session_ttl_s: float = field(default_factory=lambda: _float("SESSION_TTL_S", 7 * 86400.0))
+    # Live event streams (api.events) open at once, per account and per API process;
+    # one more is refused with 429 (each stream polls the database while it is open).
+    event_streams_per_user: int = field(default_factory=lambda: _int("EVENT_STREAMS_PER_USER", 8))
+    event_streams_per_process: int = field(
+        default_factory=lambda: _int("EVENT_STREAMS_PER_PROCESS", 64)
+    )
 
     def __post_init__(self) -> None:
         data = self.data_dir

@@ -8,6 +8,7 @@ import os
 import re
 import tempfile
 from datetime import timedelta
+from itertools import takewhile
 from pathlib import Path
 from typing import Any
 
@@ -274,13 +275,47 @@ def shown_detail(sub: Submission, judging: Judging | None, results: list[dict], 
     return f"judged ({judging.kind}): {shown}" + (f"; {hidden} hidden judged" if hidden else "")
 
 
+def hides_progress(judging: Judging | None, policy: str) -> bool:
+    """Whether the viewer sees only the public cases of a judging that has not ended:
+    hidden results arriving one by one would tell how long each hidden case took (a
+    planner can make that time tell its data), so before the reveal contestants get
+    the hidden ones only when the judging ends, all at once."""
+    return policy != "all" and (judging is None or judging.status in ("queued", "running"))
+
+
+def _judged_before_hidden(rows: list[CaseResultRow]) -> list[CaseResultRow]:
+    """The public results judged before the first hidden one: when a package lists a
+    public case after a hidden one, the time its result arrives would tell how long
+    the hidden case took, so it too waits for the end."""
+    in_order = sorted(rows, key=lambda r: r.id)
+    return sorted(takewhile(lambda r: r.split == "public", in_order), key=lambda r: r.case)
+
+
+RUNNING = re.compile(r"(judging on .+): \d+ of \d+ cases")  # worker.judging's progress line
+
+
+def _progress_detail(detail: str, done: int, total: int) -> str:
+    """The worker's progress line, counting the public cases only."""
+    running = RUNNING.fullmatch(detail)
+    if running is None:
+        return detail
+    return f"{running.group(1)}: {done} of {total} public cases judged; the hidden ones later"
+
+
 def submission_dict(
     db: Session, sub: Submission, user: User | None, reused: bool = False
 ) -> dict[str, Any]:
     judging = shown_judging(db, sub)
     rows = list(judging.results) if judging else []
     policy = hidden_policy(db, user)
+    cases = sub.version.cases
+    hiding = hides_progress(judging, policy) and any(c.split != "public" for c in cases)
+    if hiding:  # the hidden cases count as judged in one step, at the end
+        rows = _judged_before_hidden(rows)
     results = [result_dict(r, policy) for r in rows]
+    detail = shown_detail(sub, judging, results, policy)
+    if hiding:
+        detail = _progress_detail(detail, len(rows), sum(c.split == "public" for c in cases))
     return {
         "id": sub.id,
         "problem": sub.version.problem.slug,
@@ -291,7 +326,7 @@ def submission_dict(
         "sha256": sub.sha256,
         "size": sub.size,
         "status": sub.status,
-        "status_detail": shown_detail(sub, judging, results, policy),
+        "status_detail": detail,
         "queue_position": queue_position(db, sub),
         "created_at": aware(sub.created_at).isoformat(),
         "public_score": sub.public_score,
@@ -302,8 +337,9 @@ def submission_dict(
         "judging_id": judging.id if judging else None,
         "judging_status": judging.status if judging else None,
         "build_error": judging.build_error if judging else "",
-        "cases_total": len(sub.version.cases),
+        "cases_total": len(cases),
         "cases_done": len(rows),
+        "hidden_later": hiding,
         "results": results,
     }
 

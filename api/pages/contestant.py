@@ -123,7 +123,10 @@ def problem_list(request: Request, db: DB, viewer: Viewer) -> Response:
 def problem_page(slug: str, request: Request, db: DB, viewer: Viewer) -> Response:
     version = problems.current_version(db, slug)
     statement = Markup(_markdown.render(version.statement))  # raw HTML disabled
-    return render(request, "problem.html", viewer, version=version, statement=statement)
+    hidden = submissions.hidden_visible(db, viewer)  # a hidden case's figures, too
+    return render(
+        request, "problem.html", viewer, version=version, statement=statement, hidden=hidden
+    )
 
 
 @router.get("/problems/{slug}/leaderboard")
