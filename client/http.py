@@ -111,8 +111,10 @@ class Client:
             with self._http.stream(
                 "GET", f"/submissions/{sub_id}/events", headers=headers, timeout=timeout
             ) as resp:
-                if resp.status_code >= 500:
-                    raise _Dropped  # e.g. a proxy that cannot stream: polling still works
+                # A proxy that cannot stream, or the server's cap on open streams (429):
+                # polling still works.
+                if resp.status_code >= 500 or resp.status_code == 429:
+                    raise _Dropped
                 if resp.status_code >= 400:
                     resp.read()
                     raise _error(resp)

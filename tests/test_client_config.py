@@ -367,6 +367,16 @@ def test_stream_closed_without_end_also_falls_back() -> None:
     assert [e for e, _ in got] == ["status", "end"]
 
 
+def test_a_stream_refused_by_the_servers_cap_falls_back_to_polling() -> None:
+    def handler(request: httpx.Request) -> httpx.Response:
+        if request.url.path.endswith("/events"):
+            return httpx.Response(429, json={"detail": "too many open streams"})
+        return httpx.Response(200, json=submission("done", [result("a")]))
+
+    got = list(mock_client(handler).follow(5))
+    assert [e for e, _ in got][-1] == "end" and got[-1][1]["status"] == "done"
+
+
 def test_follow_raises_on_a_4xx_stream() -> None:
     client = mock_client(lambda r: httpx.Response(403, json={"detail": "not your submission"}))
     with pytest.raises(ClientError, match="not your submission"):
