@@ -69,7 +69,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         max_age=int(settings.session_ttl_s),
     )
     app.add_middleware(BodyLimit)  # before FastAPI reads a body, whoever is asking
-    app.add_middleware(PathGuard)  # NUL, over-64-bit ids: answered before the database
+    app.add_middleware(PathGuard, api=app)  # NUL, ids out of range: before the database
     _errors(app)
     _access_log(app)
     from api import pages, routes_admin, routes_tokens, routes_v1

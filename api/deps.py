@@ -101,9 +101,10 @@ def admin_user(user: Annotated[User, Depends(current_user)]) -> User:
     return user
 
 
-# A row id in a path: past 64 bits no database column holds it (an overflow, a 500);
-# api.pathguard answers such paths first, this says so in the schema too.
-Id = Annotated[int, Path(ge=1, le=2**63 - 1)]
+# A row id in a path: the id columns are INTEGER (32 bits on PostgreSQL), and a larger
+# number was a 500 there; api.pathguard answers such paths first, this says so in the
+# schema too.
+Id = Annotated[int, Path(ge=1, le=2**31 - 1)]
 Viewer = Annotated[User | None, Depends(optional_user)]
 Contestant = Annotated[User, Depends(current_user)]
 Admin = Annotated[User, Depends(admin_user)]
