@@ -8,7 +8,7 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse
-from pydantic import AfterValidator, BaseModel, Field
+from pydantic import AfterValidator, BaseModel, Field, field_validator
 
 from api import admin, audit, imports, problems, queue
 from api.audit import record
@@ -28,18 +28,29 @@ def _utc_or_none(stamp: datetime | None) -> datetime | None:
 UtcStamp = Annotated[datetime | None, AfterValidator(_utc_or_none)]
 
 
-class TeamIn(BaseModel):
+class Body(BaseModel):
+    """No text of a request holds a NUL character: PostgreSQL refuses it (a 500)."""
+
+    @field_validator("*")
+    @classmethod
+    def _no_nul(cls, value: Any) -> Any:
+        if isinstance(value, str) and "\x00" in value:
+            raise ValueError("must not hold a NUL character")
+        return value
+
+
+class TeamIn(Body):
     name: str
 
 
-class UserIn(BaseModel):
+class UserIn(Body):
     username: str
     password: str = ""
     team: str | None = None
     admin: bool = False
 
 
-class TokenIn(BaseModel):
+class TokenIn(Body):
     username: str
     name: str = ""
     # Optional expiry (api.auth.expiry): in days from now, or a moment.
@@ -47,13 +58,13 @@ class TokenIn(BaseModel):
     expires_at: UtcStamp = None
 
 
-class RejudgeIn(BaseModel):
+class RejudgeIn(Body):
     submission_id: int | None = None
     team: str | None = None
     problem: str | None = None
 
 
-class DisqualifyIn(BaseModel):
+class DisqualifyIn(Body):
     submission_id: int | None = None
     team: str | None = None
     reason: str = ""
@@ -63,7 +74,7 @@ class WeightIn(BaseModel):
     weight: float = Field(ge=0, le=1e6)
 
 
-class ContestIn(BaseModel):
+class ContestIn(Body):
     title: str | None = None
     start_at: UtcStamp = None
     end_at: UtcStamp = None

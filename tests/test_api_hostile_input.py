@@ -257,6 +257,32 @@ def test_ids_past_64_bits_and_nul_bytes_are_not_server_errors(app, method, path)
     assert reply.status_code in (404, 422), (reply.status_code, reply.text[:300])
 
 
+@pytest.mark.parametrize(
+    ("method", "path", "body"),
+    [
+        ("POST", "/api/v1/admin/teams", {"name": "a\x00"}),
+        ("POST", "/api/v1/admin/users", {"username": "a\x00", "password": "long-enough"}),
+        ("POST", "/api/v1/admin/tokens", {"username": "a\x00"}),
+        ("PUT", "/api/v1/admin/contest", {"title": "a\x00"}),
+        ("POST", "/api/v1/admin/rejudge", {"team": "a\x00"}),
+    ],
+)
+def test_nul_bytes_in_json_bodies_are_refused(app, method, path, body):
+    client, _ = app
+    reply = client.request(method, path, json=body)
+    assert reply.status_code == 422, (reply.status_code, reply.text[:300])
+    assert "NUL" in reply.json()["detail"]
+
+
+def test_nul_bytes_in_page_forms_are_refused(app):
+    client, _ = app
+    web, csrf = browser(client, "root2", "root2-password")
+    reply = web.post(
+        "/admin/teams", data={"csrf_token": csrf, "name": "a\x00"}, headers={"Accept": "text/html"}
+    )
+    assert reply.status_code == 422, (reply.status_code, reply.text[:300])
+
+
 def get_routes(client: TestClient) -> list[str]:
     """Every GET route's path template (FastAPI nests included routers)."""
     app = (getattr(client.app, "routes", None) and client.app) or client.app.app  # type: ignore[attr-defined]

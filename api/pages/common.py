@@ -20,7 +20,7 @@ from markdown_it import MarkdownIt
 from markupsafe import Markup
 
 from api.db.models import User
-from api.errors import Forbidden, NotFound
+from api.errors import Forbidden, NotFound, ServiceError
 from judge.pictures.svg import human_bytes
 from judge.submission import SUFFIXES
 
@@ -66,6 +66,8 @@ async def csrf_guard(request: Request) -> None:
     # the refusal); cached, so the endpoint's Form(...) fields reuse this parse.
     form = await request.form(**FORM_LIMITS)
     check_csrf(request, form.get(CSRF_FIELD))
+    if any(isinstance(v, str) and "\x00" in v for v in form.values()):
+        raise ServiceError("a form field holds a NUL character", 422)  # PostgreSQL: a 500
 
 
 def check_csrf(request: Request, sent: Any) -> None:
