@@ -47,3 +47,13 @@ bench: setup
 .PHONY: images
 images:
 	scripts/build-images
+
+# Contest-day load test (benchmarks/load, locust): the real service on 127.0.0.1, one
+# worker, 20 teams; the mixed profile for 60 s at each client count, on PostgreSQL +
+# Redis and on the embedded backend; prints req/s, p50/p95/p99, errors, the API's RSS
+# and the most clients within the target. About 12 minutes.
+LOAD_CLIENTS ?= 50,100,200,500
+LOAD_BACKENDS ?= postgres,embedded
+.PHONY: load
+load: setup
+	$(PY) benchmarks/load/run.py --clients $(LOAD_CLIENTS) --backend $(LOAD_BACKENDS)
