@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import logging
+import os
 import secrets
+import tempfile
 import time
+from contextlib import suppress
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -36,10 +39,14 @@ def secret_key(settings: Settings) -> str:
     if settings.secret_key:
         return settings.secret_key
     path = settings.data_dir / "secret_key"
-    if not path.exists():
+    if not path.exists():  # N API processes start together: the first to create it wins
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(secrets.token_urlsafe(48))
-        path.chmod(0o600)
+        fd, made = tempfile.mkstemp(dir=path.parent)  # 0600; linked whole, never seen half
+        with os.fdopen(fd, "w") as f:
+            f.write(secrets.token_urlsafe(48))
+        with suppress(FileExistsError):
+            os.link(made, path)
+        os.unlink(made)
     return path.read_text().strip()
 
 

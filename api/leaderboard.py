@@ -4,18 +4,70 @@ While the contest runs teams rank by public score. Once an admin reveals the
 hidden scores, the same submissions (each team's best public one) rank by
 their hidden score. After the freeze, other teams' newer submissions stay off
 the board for contestants (admins see everything).
+
+A board is computed once per change: each API process keeps it, keyed by the problem
+version, the database's board counter (api.db.board) and the viewer's class, so a
+request costs three indexed reads while nothing changes; the same key is the ETag.
 """
 
 from __future__ import annotations
 
+import json
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import select
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, joinedload
 
+from api.db import board
 from api.db.models import Contest, Submission, Team, User, aware
 from api.problems import current_version
 from api.submissions import hidden_visible
+
+CACHED_BOARDS = 512  # per process: problems x viewer classes (one per team while frozen)
+
+
+@dataclass(frozen=True)
+class Board:
+    etag: str
+    body: dict[str, Any]
+    encoded: bytes  # the JSON answer, encoded once
+
+
+_cache: OrderedDict[str, Board] = OrderedDict()
+_lock = threading.Lock()
+
+
+def cached_leaderboard(db: Session, slug: str, viewer: User | None) -> Board:
+    """The board as `viewer` sees it, from this process's cache while the database's
+    board counter and the problem's version are unchanged."""
+    version = current_version(db, slug)
+    contest = db.get(Contest, 1)
+    etag = f'"lb-{version.id}-{board.version(db)}-{_viewer_class(contest, viewer)}"'
+    with _lock:
+        found = _cache.get(etag)
+        if found is not None:
+            _cache.move_to_end(etag)
+            return found
+    body = leaderboard(db, slug, viewer)
+    made = Board(etag, body, json.dumps(body, separators=(",", ":")).encode())
+    with _lock:
+        _cache[etag] = made
+        while len(_cache) > CACHED_BOARDS:
+            _cache.popitem(last=False)
+    return made
+
+
+def _viewer_class(contest: Contest | None, viewer: User | None) -> str:
+    """Viewers who see the same board: organizers; while a freeze is set, each team (its
+    own newer submissions stay on its board); else every contestant and visitor."""
+    if viewer is not None and viewer.is_admin:
+        return "admin"
+    if contest is not None and contest.freeze_at is not None:
+        return f"team{viewer.team_id if viewer and viewer.team_id else 0}"
+    return "all"
 
 
 def leaderboard(db: Session, slug: str, viewer: User | None) -> dict[str, Any]:
@@ -34,6 +86,7 @@ def leaderboard(db: Session, slug: str, viewer: User | None) -> dict[str, Any]:
             Submission.disqualified.is_(False),
             Team.disqualified.is_(False),
         )
+        .options(joinedload(Submission.team))  # the rows' team names: no query per team
     )
     best: dict[int, Submission] = {}
     for sub in db.scalars(query):

@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Query, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import FileResponse, JSONResponse, PlainTextResponse, Response
 
 from api import events, problems, submissions
 from api.deps import DB, Config, Contestant, Id, Viewer
 from api.errors import ServiceError
-from api.leaderboard import leaderboard
+from api.leaderboard import cached_leaderboard
 from api.uploads import form_schema, read_upload
 from api.workers import QUEUED_NO_WORKER, alive_count
 
@@ -101,9 +101,15 @@ async def submit(request: Request, user: Contestant, db: DB, settings: Config) -
 
 
 @router.get("/submissions")
-def list_subs(user: Contestant, db: DB, limit: int = 100) -> list[dict[str, Any]]:
-    subs = submissions.list_submissions(db, user, min(max(limit, 1), 500))
-    return [submissions.submission_dict(db, s, user) for s in subs]
+def list_subs(
+    user: Contestant, db: DB, response: Response, limit: int = 50, before_id: BeforeId = None
+) -> list[dict[str, Any]]:
+    """Newest first, `limit` (at most 200) a page; the next page: `before_id` = the
+    last id shown (also sent as X-Next-Before-Id while more may follow)."""
+    subs = submissions.list_submissions(db, user, page_size(limit), before_id=before_id)
+    if subs and len(subs) == page_size(limit):
+        response.headers["X-Next-Before-Id"] = str(subs[-1].id)
+    return submissions.submission_dicts(db, subs, user)
 
 
 @router.get("/submissions/{sub_id}")
@@ -119,8 +125,21 @@ def follow(sub_id: Id, user: Contestant, db: DB, settings: Config, request: Requ
 
 
 @router.get("/leaderboard/{slug}")
-def get_leaderboard(slug: str, db: DB, viewer: Viewer) -> dict[str, Any]:
-    return leaderboard(db, slug, viewer)
+def get_leaderboard(slug: str, db: DB, viewer: Viewer, request: Request) -> Response:
+    """With an ETag: `If-None-Match` with the last one is 304 until the board changes."""
+    board = cached_leaderboard(db, slug, viewer)
+    headers = {"ETag": board.etag, "Cache-Control": "private, no-cache"}
+    if board.etag in request.headers.get("if-none-match", ""):
+        return Response(status_code=304, headers=headers)
+    return Response(board.encoded, media_type="application/json", headers=headers)
+
+
+# The submission list's page: newest first, a cursor (the last id seen) for the next.
+BeforeId = Annotated[int | None, Query(ge=1, le=2**31 - 1)]
+
+
+def page_size(limit: int) -> int:
+    return min(max(limit, 1), 200)
 
 
 def check_form_problem(slug: str) -> str:

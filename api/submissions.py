@@ -13,13 +13,15 @@ from pathlib import Path
 from typing import Any
 
 from sqlalchemy import func, select, update
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, aliased, joinedload, selectinload
+from sqlalchemy.orm.attributes import set_committed_value
 
 from api import queue
 from api.db.models import (
     CaseResultRow,
     Contest,
     Judging,
+    ProblemVersion,
     Submission,
     Team,
     User,
@@ -303,11 +305,18 @@ def _progress_detail(detail: str, done: int, total: int) -> str:
 
 
 def submission_dict(
-    db: Session, sub: Submission, user: User | None, reused: bool = False
+    db: Session,
+    sub: Submission,
+    user: User | None,
+    reused: bool = False,
+    known: tuple[Judging | None, int | None, str] | None = None,
 ) -> dict[str, Any]:
-    judging = shown_judging(db, sub)
+    """`known`: the shown judging (its results loaded), the queue position and the
+    hidden policy, when the caller found them for a whole page at once."""
+    if known is None:
+        known = (shown_judging(db, sub), queue_position(db, sub), hidden_policy(db, user))
+    judging, position, policy = known
     rows = list(judging.results) if judging else []
-    policy = hidden_policy(db, user)
     cases = sub.version.cases
     hiding = hides_progress(judging, policy) and any(c.split != "public" for c in cases)
     if hiding:  # the hidden cases count as judged in one step, at the end
@@ -327,7 +336,7 @@ def submission_dict(
         "size": sub.size,
         "status": sub.status,
         "status_detail": detail,
-        "queue_position": queue_position(db, sub),
+        "queue_position": position,
         "created_at": aware(sub.created_at).isoformat(),
         "public_score": sub.public_score,
         "hidden_score": sub.hidden_score if policy == "all" else None,
@@ -345,9 +354,87 @@ def submission_dict(
 
 
 def list_submissions(
-    db: Session, user: User, limit: int = 100, team_only: bool = True
+    db: Session,
+    user: User,
+    limit: int = 50,
+    team_only: bool = True,
+    before_id: int | None = None,
 ) -> list[Submission]:
+    """A page, newest first: the `limit` submissions below `before_id` (the cursor)."""
     query = select(Submission).order_by(Submission.id.desc()).limit(limit)
     if team_only or not user.is_admin:
         query = query.where(Submission.team_id == user.team_id)
+    if before_id is not None:
+        query = query.where(Submission.id < before_id)
     return list(db.scalars(query))
+
+
+def submission_dicts(db: Session, subs: list[Submission], user: User | None) -> list[dict]:
+    """submission_dict for a page, in the same few queries whatever its length: the
+    judgings, their results, the versions with cases, the teams and the queue."""
+    if not subs:
+        return []
+    ids = [s.id for s in subs]
+    judgings: dict[int, list[Judging]] = {}
+    for j in db.scalars(select(Judging).where(Judging.submission_id.in_(ids))):
+        judgings.setdefault(j.submission_id, []).append(j)
+    latest = {s.id: _latest_of(judgings.get(s.id, [])) for s in subs}
+    shown = {s.id: _shown_of(s, latest[s.id], judgings.get(s.id, [])) for s in subs}
+    _load_results(db, [j for j in shown.values() if j is not None])
+    db.scalars(
+        select(ProblemVersion)
+        .where(ProblemVersion.id.in_({s.version_id for s in subs}))
+        .options(selectinload(ProblemVersion.cases), joinedload(ProblemVersion.problem))
+        .execution_options(populate_existing=True)
+    ).all()  # now in the session: sub.version and its cases need no query
+    db.scalars(select(Team).where(Team.id.in_({s.team_id for s in subs}))).all()
+    positions = queue_positions(db, [j for j in latest.values() if j and j.status == "queued"])
+    policy = hidden_policy(db, user)
+    return [
+        submission_dict(db, s, user, known=(shown[s.id], positions.get(s.id), policy)) for s in subs
+    ]
+
+
+def _latest_of(judgings: list[Judging]) -> Judging | None:
+    """latest_judging's choice among a submission's judgings."""
+    live = [j for j in judgings if j.status != "superseded"]
+    return max(live, key=lambda j: j.id) if live else None
+
+
+def _shown_of(sub: Submission, latest: Judging | None, judgings: list[Judging]) -> Judging | None:
+    """shown_judging's choice among a submission's judgings."""
+    if latest is not None and latest.status in ("running", "final"):
+        return latest
+    if sub.current_judging_id:
+        return next((j for j in judgings if j.id == sub.current_judging_id), None)
+    return latest
+
+
+def _load_results(db: Session, judgings: list[Judging]) -> None:
+    rows: dict[int, list[CaseResultRow]] = {j.id: [] for j in judgings}
+    query = select(CaseResultRow).where(CaseResultRow.judging_id.in_(rows))
+    for row in db.scalars(query.order_by(CaseResultRow.case)):
+        rows[row.judging_id].append(row)
+    for j in judgings:  # as the relationship (ordered by case) would load them
+        set_committed_value(j, "results", rows[j.id])
+
+
+def queue_positions(db: Session, queued: list[Judging]) -> dict[int, int]:
+    """queue_position for several queued judgings in one query, by submission id."""
+    if not queued:
+        return {}
+    ahead = aliased(Judging)
+    count = (
+        select(func.count(ahead.id))
+        .where(
+            ahead.status == "queued",
+            (ahead.priority < Judging.priority)
+            | ((ahead.priority == Judging.priority) & (ahead.id < Judging.id)),
+        )
+        .correlate(Judging)
+        .scalar_subquery()
+    )
+    found = db.execute(
+        select(Judging.submission_id, count).where(Judging.id.in_([j.id for j in queued]))
+    )
+    return {sub_id: int(n or 0) + 1 for sub_id, n in found}

@@ -273,3 +273,13 @@ class WorkerRow(Base):
     started_at: Mapped[datetime] = mapped_column(Stamp, default=utcnow)
     last_seen: Mapped[datetime] = mapped_column(Stamp, default=utcnow)
     stopped_at: Mapped[datetime | None] = mapped_column(Stamp)
+
+
+class BoardState(Base):
+    """One row (id 1): a counter bumped in the same transaction as any change that can
+    move a leaderboard (api.db.board), so every API process knows when its cached
+    boards are stale, and clients get an ETag, with one indexed read."""
+
+    __tablename__ = "board_state"
+    id: Mapped[int] = mapped_column(primary_key=True)
+    version: Mapped[int] = mapped_column(BigInteger, default=0)

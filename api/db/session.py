@@ -11,6 +11,8 @@ from pathlib import Path
 from sqlalchemy import Engine, create_engine, event, text
 from sqlalchemy.orm import Session, sessionmaker
 
+from api.db import board  # noqa: F401 - registers the leaderboards' change counter
+
 MIGRATIONS = Path(__file__).parent / "migrations"
 
 
@@ -20,10 +22,28 @@ def get_engine(url: str) -> Engine:
         path = url.split("///", 1)[-1]
         if path and path != ":memory:":
             Path(path).parent.mkdir(parents=True, exist_ok=True)
-        engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30})
+        pool = pool_sizes() if path and path != ":memory:" else {}  # a file: a QueuePool
+        engine = create_engine(
+            url, connect_args={"check_same_thread": False, "timeout": 30}, **pool
+        )
         event.listen(engine, "connect", partial(_sqlite_pragmas, path))
         return engine
-    return create_engine(url, pool_pre_ping=True, pool_size=10, max_overflow=20)
+    return create_engine(url, pool_pre_ping=True, **pool_sizes())
+
+
+# anyio's default thread limiter: at most this many sync routes run at once per process.
+API_THREADS = 40
+
+
+def pool_sizes() -> dict[str, int]:
+    """Enough pooled connections for every request thread of a process to hold one (a
+    smaller pool makes threads wait, up to pool_timeout, for a connection):
+    MEMORACE_DB_POOL_SIZE (default: anyio's 40 threads) plus MEMORACE_DB_MAX_OVERFLOW
+    (default 0). Connections open only when needed, but with N API processes PostgreSQL
+    needs max_connections above N x (size + overflow) plus a few per worker."""
+    size = int(os.environ.get("MEMORACE_DB_POOL_SIZE") or API_THREADS)
+    overflow = int(os.environ.get("MEMORACE_DB_MAX_OVERFLOW") or 0)
+    return {"pool_size": max(size, 1), "max_overflow": max(overflow, 0)}
 
 
 def _sqlite_pragmas(path: str, dbapi_conn, _record) -> None:  # type: ignore[no-untyped-def]

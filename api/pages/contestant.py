@@ -18,7 +18,7 @@ from api.auth import end_session
 from api.db.models import Contest, Submission, User
 from api.deps import DB, SESSION_KEY, Config, Contestant, Viewer, session_viewer
 from api.errors import NotFound, ServiceError
-from api.leaderboard import leaderboard
+from api.leaderboard import cached_leaderboard
 from api.login import Result as LoginResult
 from api.login import attempt
 from api.pages.common import (
@@ -34,7 +34,7 @@ from api.pages.common import (
     router,
     wants_html,
 )
-from api.routes_v1 import check_form_problem
+from api.routes_v1 import BeforeId, check_form_problem, page_size
 from api.settings import Settings
 from api.uploads import Upload, read_upload
 from api.workers import alive_count
@@ -131,7 +131,7 @@ def problem_page(slug: str, request: Request, db: DB, viewer: Viewer) -> Respons
 
 @router.get("/problems/{slug}/leaderboard")
 def leaderboard_page(slug: str, request: Request, db: DB, viewer: Viewer) -> Response:
-    board = leaderboard(db, slug, viewer)
+    board = cached_leaderboard(db, slug, viewer).body  # shared: read, never changed
     return render(
         request,
         "leaderboard.html",
@@ -146,7 +146,7 @@ def leaderboard_page(slug: str, request: Request, db: DB, viewer: Viewer) -> Res
 def all_leaderboards(request: Request, db: DB, viewer: Viewer) -> Response:
     """Every problem's board on one page (the top rows; each links to its full board)."""
     versions = problems.all_current(db)
-    boards = [(v, leaderboard(db, v.problem.slug, viewer)) for v in versions]
+    boards = [(v, cached_leaderboard(db, v.problem.slug, viewer).body) for v in versions]
     own_team = viewer.team.name if viewer and viewer.team else None
     return render(request, "leaderboards.html", viewer, boards=boards, top=10, own_team=own_team)
 
@@ -213,10 +213,12 @@ def _submit(
 
 
 @router.get("/submissions")
-def submission_list(request: Request, user: Contestant, db: DB, limit: int = 100) -> Response:
+def submission_list(
+    request: Request, user: Contestant, db: DB, limit: int = 50, before_id: BeforeId = None
+) -> Response:
     # Organizers have no team of their own: they see everybody's.
-    subs = submissions.list_submissions(db, user, min(max(limit, 1), 500), not user.is_admin)
-    rows = [submissions.submission_dict(db, s, user) for s in subs]
+    subs = submissions.list_submissions(db, user, page_size(limit), not user.is_admin, before_id)
+    rows = submissions.submission_dicts(db, subs, user)
     return render(request, "submissions.html", user, rows=rows)
 
 

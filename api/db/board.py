@@ -1,0 +1,58 @@
+"""The leaderboards' change counter: bumped in the flush that changes anything a board
+shows (a judging's end, a rescore, a rejudge, a disqualification, the reveal, the
+freeze), in that change's own transaction, by whichever process makes it (an API
+process or a worker). Readers compare it to decide whether a cached board is stale.
+
+One listener on every ORM session rather than a call at each write: a new write path
+cannot forget it. Bulk UPDATE statements bypass the ORM and must call `bump` themselves.
+"""
+
+from __future__ import annotations
+
+from itertools import chain
+from typing import Any
+
+from sqlalchemy import event, insert, inspect, select, update
+from sqlalchemy.orm import Session
+
+from api.db.models import BoardState, Contest, Submission, Team
+
+# The columns a leaderboard reads, by model; a change to any of them moves the boards.
+WATCHED: dict[type, tuple[str, ...]] = {
+    Submission: ("status", "public_score", "hidden_score", "disqualified", "version_id"),
+    Team: ("disqualified", "name"),
+    Contest: ("freeze_at", "hidden_revealed"),
+}
+
+
+def version(db: Session) -> int:
+    return int(db.scalar(select(BoardState.version).where(BoardState.id == 1)) or 0)
+
+
+def bump(db: Session) -> None:
+    done = db.execute(
+        update(BoardState).where(BoardState.id == 1).values(version=BoardState.version + 1)
+    )
+    if not getattr(done, "rowcount", 1):  # a schema made without migration 0005's row
+        db.execute(insert(BoardState).values(id=1, version=1))
+
+
+def _moves_board(obj: Any, new: bool) -> bool:
+    fields = WATCHED.get(type(obj))
+    if fields is None:
+        return False
+    if new:  # a new submission counts once judged; a new team or contest row always
+        return not isinstance(obj, Submission) or obj.status == "done"
+    state = inspect(obj)
+    return any(state.attrs[name].history.has_changes() for name in fields)
+
+
+@event.listens_for(Session, "before_flush")
+def _before_flush(session: Session, _context: Any, _instances: Any) -> None:
+    changed = chain(
+        ((o, True) for o in session.new),
+        ((o, False) for o in session.dirty),
+        ((o, True) for o in session.deleted),
+    )
+    if any(_moves_board(o, new) for o, new in changed):
+        bump(session)
