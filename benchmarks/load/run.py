@@ -188,10 +188,14 @@ def run_step(
     with open(f"{prefix}.log", "wb") as log:
         done = subprocess.run(cmd, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
     end_mb = sampler.stop()
+    log_text = Path(f"{prefix}.log").read_text(errors="replace")
     if done.returncode != 0:
-        print(Path(f"{prefix}.log").read_text()[-3000:], file=sys.stderr)
+        print(log_text[-3000:], file=sys.stderr)
+    failures = read_failures(prefix)
+    if "CPU usage above" in log_text:  # locust's own warning: the figures are the client's
+        failures.append("note: the load generator reached 90 % of a core")
     time.sleep(3)  # the last streams close before the next step
-    return Step(backend, clients, read_rows(prefix), sampler.peak_mb, end_mb, read_failures(prefix))
+    return Step(backend, clients, read_rows(prefix), sampler.peak_mb, end_mb, failures)
 
 
 class RssSampler(threading.Thread):
@@ -241,7 +245,8 @@ def read_failures(prefix: Path) -> list[str]:
     if not path.exists():
         return []
     with path.open() as fh:
-        return [f"{r['Name']}: {r['Error']} x{r['Occurrences']}" for r in csv.DictReader(fh)]
+        rows = csv.DictReader(fh)
+        return [f"error: {r['Name']}: {r['Error']} x{r['Occurrences']}" for r in rows]
 
 
 def step_table(step: Step) -> str:
@@ -255,18 +260,30 @@ def step_table(step: Step) -> str:
         lines.append(
             f"  {r.name:<22}{r.rps:>8.1f}{r.p50:>9.0f}{r.p95:>9.0f}{r.p99:>9.0f}{errors:>14}"
         )
-    lines += [f"  error: {f}" for f in step.failures[:8]]
+    lines += [f"  {f}" for f in step.failures[:8]]
     return "\n".join(lines)
 
 
 def summary(steps: list[Step], p99_ms: float) -> str:
-    lines = [f"\nTarget: 0 errors, every read's p99 <= {p99_ms:.0f} ms"]
+    lines = [f"\nCode measured: {code_version()}",
+             f"Target: 0 errors, every read's p99 <= {p99_ms:.0f} ms"]  # fmt: skip
     for backend in dict.fromkeys(s.backend for s in steps):
         ok = [s.clients for s in steps if s.backend == backend and s.meets(p99_ms)]
         tried = ", ".join(str(s.clients) for s in steps if s.backend == backend)
         best = f"{max(ok)} clients" if ok else "none of the counts tried"
         lines.append(f"  {backend}: the most clients that meet it: {best} (tried {tried})")
     return "\n".join(lines)
+
+
+def code_version() -> str:
+    """The commit the service ran from, and whether the tree had changes on top."""
+    git = ["git", "-C", str(ROOT)]
+    head = subprocess.run([*git, "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
+    dirty = subprocess.run([*git, "status", "--porcelain", "--untracked-files=no"],
+                           capture_output=True, text=True)  # fmt: skip
+    if head.returncode != 0:
+        return "unknown (not a git checkout)"
+    return head.stdout.strip() + (" with uncommitted changes" if dirty.stdout.strip() else "")
 
 
 if __name__ == "__main__":
