@@ -3,7 +3,7 @@ shows (a judging's end, a rescore, a rejudge, a disqualification, the reveal, th
 freeze), in that change's own transaction, by whichever process makes it (an API
 process or a worker). Readers compare it to decide whether a cached board is stale.
 
-One listener on every ORM session rather than a call at each write: a new write path
+Listeners on every ORM session rather than a call at each write: a new write path
 cannot forget it. Bulk UPDATE statements bypass the ORM and must call `bump` themselves.
 """
 
@@ -44,7 +44,17 @@ def _moves_board(obj: Any, new: bool) -> bool:
     if new:  # a new submission counts once judged; a new team or contest row always
         return not isinstance(obj, Submission) or obj.status == "done"
     state = inspect(obj)
-    return any(state.attrs[name].history.has_changes() for name in fields)
+    for name in fields:
+        history = state.attrs[name].history
+        if not history.has_changes():
+            continue
+        # A status moves the board only into or out of "done" (not queued -> running).
+        if name != "status" or "done" in (*history.added, *history.deleted):
+            return True
+    return False
+
+
+MOVED = "memorace_board_moved"  # in Session.info: a flush of this transaction moved a board
 
 
 @event.listens_for(Session, "before_flush")
@@ -55,4 +65,18 @@ def _before_flush(session: Session, _context: Any, _instances: Any) -> None:
         ((o, True) for o in session.deleted),
     )
     if any(_moves_board(o, new) for o, new in changed):
+        session.info[MOVED] = True
+
+
+@event.listens_for(Session, "before_commit")
+def _before_commit(session: Session) -> None:
+    """The bump is the transaction's last statement: the counter's row stays locked
+    (PostgreSQL) only while the commit runs, not for a long rescore's whole length."""
+    session.flush()
+    if session.info.pop(MOVED, False):
         bump(session)
+
+
+@event.listens_for(Session, "after_rollback")
+def _after_rollback(session: Session) -> None:
+    session.info.pop(MOVED, None)
