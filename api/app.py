@@ -7,7 +7,8 @@ import os
 import secrets
 import tempfile
 import time
-from contextlib import suppress
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager, suppress
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -21,6 +22,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from api import logs, queue, workers
 from api.bodylimit import BodyLimit
+from api.broadcast import Broadcaster
 from api.db.session import get_engine, migrate, session_scope
 from api.deps import DB, Config
 from api.docs import add_docs
@@ -62,8 +64,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         description="Judge and scoring service for memory-planning contests",
         docs_url=None,  # add_docs serves /docs from the package (no CDN)
         redoc_url=None,
+        lifespan=_lifespan,
     )
     app.state.settings = settings
+    app.state.broadcaster = Broadcaster(settings)  # live events; starts with the first stream
     app.add_middleware(HeadAsGet)  # innermost: the access log still says HEAD
     app.add_middleware(
         SessionMiddleware,
@@ -92,6 +96,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         _collector = DatabaseCollector()
         REGISTRY.register(_collector)
     return app
+
+
+@asynccontextmanager
+async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
+    yield
+    await app.state.broadcaster.stop()
 
 
 class HeadAsGet:

@@ -1,33 +1,30 @@
 """A submission's live events (server-sent events), and how many streams may be open.
 
-Each open stream polls the database (from the thread pool) twice a second, so their
-number is capped per user and per API process: without a cap one contestant with
-400 streams starved every other request of database connections. (A stopgap until
-one broadcaster serves every stream.)
+Every stream is fed by the API process's broadcaster (api.broadcast): a stream costs
+memory, never a database connection or a poll. The caps per user and per process
+bound that memory and the open sockets.
+
+Every event has an id, "<judging id>:<seq>": seq counts the case events of the judging
+sent so far (cases go out in commit order, the same on every connection), so a client
+that reconnects with `Last-Event-ID` gets the status again and only the cases it missed.
 """
 
 from __future__ import annotations
 
-import asyncio
-import json
 import threading
 from collections.abc import AsyncIterator
 from typing import Any
 
 from fastapi import Request
-from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse, StreamingResponse
 from starlette.types import Receive, Scope, Send
 
-from api import submissions
+from api.broadcast import CONTESTANT, ORGANIZER, Broadcaster, broadcaster
 from api.db.models import User
-from api.db.session import session_scope
 from api.settings import Settings
 
-SSE_POLL_S = 0.5
 SSE_KEEPALIVE_S = 15.0
 RETRY_AFTER_S = 10  # a stream ends with its judging: a slot is soon free again
-STATUS_KEYS = ("status", "status_detail", "queue_position", "cases_done", "cases_total")
 
 
 class Slot:
@@ -118,56 +115,52 @@ def open_stream(request: Request, settings: Settings, sub_id: int, user: User) -
     if isinstance(slot, str):
         headers = {"Retry-After": str(RETRY_AFTER_S)}
         return JSONResponse({"detail": slot}, status_code=429, headers=headers)
-    return EventStream(_events(settings, sub_id, user.id, request, slot), slot)
+    cls = ORGANIZER if user.is_admin else CONTESTANT
+    resume = last_event_id(request.headers.get("last-event-id", ""))
+    hub = broadcaster(request.app)
+    return EventStream(_events(hub, sub_id, cls, resume, slot), slot)
+
+
+def last_event_id(header: str) -> tuple[int, int] | None:
+    """(judging id, seq) from a `Last-Event-ID` this server sent, else None."""
+    parts = header.strip().split(":")
+    if len(parts) != 2 or not all(p.isdigit() and len(p) <= 18 for p in parts):
+        return None
+    return int(parts[0]), int(parts[1])
 
 
 async def _events(
-    settings: Settings, sub_id: int, user_id: int, request: Request, slot: Slot
+    hub: Broadcaster, sub_id: int, cls: str, resume: tuple[int, int] | None, slot: Slot
 ) -> AsyncIterator[str]:
-    """Server-sent events from the database (the source of truth), so they work the same
-    with any broker: `status` on each change, `case` per new result, `end` when done.
-    What a contestant may not see yet (hidden cases while judged) is not in the
-    snapshot (api.submissions), so it is not in the events either."""
-    sent_cases: set[tuple[int | None, str]] = set()
-    last_status: Any = None
-    quiet = 0.0
+    """`status` on each change, `case` per new result, `end` when done. What a
+    contestant may not see yet (hidden cases while judged) is not in the view
+    (api.submissions), so it is not in the events either."""
+    sent = dict([resume]) if resume else {}  # judging id -> the last case seq sent
+    last_status = ""
     try:
-        while not await request.is_disconnected():
-            # A session (and its pooled connection) per poll, closed before the sleep.
-            body = await run_in_threadpool(_snapshot, settings, sub_id, user_id)
-            out = []
-            status = {k: body[k] for k in STATUS_KEYS}
-            if status != last_status:
-                out.append(_sse("status", status))
-                last_status = status
-            progress = {"cases_done": body["cases_done"], "cases_total": body["cases_total"]}
-            for result in body["results"]:
-                key = (body["judging_id"], result["case"])
-                if key not in sent_cases:
-                    sent_cases.add(key)
-                    out.append(_sse("case", {**result, **progress}))
-            if body["status"] in ("done", "error"):
-                out.append(_sse("end", body))
-                yield "".join(out)
-                return
-            if out:
-                quiet = 0.0
-                yield "".join(out)
-            elif quiet >= SSE_KEEPALIVE_S:
-                quiet = 0.0
-                yield ": keep-alive\n\n"
-            await asyncio.sleep(SSE_POLL_S)
-            quiet += SSE_POLL_S
+        async with hub.watch(sub_id, cls) as viewer:
+            while True:
+                view = await viewer.next(SSE_KEEPALIVE_S)
+                if view is None:
+                    yield ": keep-alive\n\n"
+                    continue
+                jid, out = view.judging_id, []
+                if view.status != last_status:
+                    last_status = view.status
+                    out.append(_sse("status", view.status, f"{jid}:{sent.get(jid, 0)}"))
+                for seq, data in view.cases:
+                    if seq > sent.get(jid, 0):
+                        sent[jid] = seq
+                        out.append(_sse("case", data, f"{jid}:{seq}"))
+                if view.final:
+                    out.append(_sse("end", view.end, f"{jid}:{sent.get(jid, 0)}"))
+                    yield "".join(out)
+                    return
+                if out:
+                    yield "".join(out)
     finally:
         slot.release()
 
 
-def _snapshot(settings: Settings, sub_id: int, user_id: int) -> dict[str, Any]:
-    with session_scope(settings.database_url) as db:
-        user = db.get(User, user_id)
-        assert user is not None
-        return submissions.submission_dict(db, submissions.get_submission(db, sub_id, user), user)
-
-
-def _sse(event: str, data: dict[str, Any]) -> str:
-    return f"event: {event}\ndata: {json.dumps(data)}\n\n"
+def _sse(event: str, data: str, event_id: str) -> str:
+    return f"id: {event_id}\nevent: {event}\ndata: {data}\n\n"

@@ -87,11 +87,14 @@ class Settings:
     # A web login lasts this long (server side; logout ends it at once).
     session_ttl_s: float = field(default_factory=lambda: _float("SESSION_TTL_S", 7 * 86400.0))
     # Live event streams (api.events) open at once, per account and per API process;
-    # one more is refused with 429 (each stream polls the database while it is open).
-    event_streams_per_user: int = field(default_factory=lambda: _int("EVENT_STREAMS_PER_USER", 8))
+    # one more is refused with 429. A stream costs memory only (api.broadcast feeds them
+    # all); the caps bound that memory and the file descriptors (raise `ulimit -n`).
+    event_streams_per_user: int = field(default_factory=lambda: _int("EVENT_STREAMS_PER_USER", 200))
     event_streams_per_process: int = field(
-        default_factory=lambda: _int("EVENT_STREAMS_PER_PROCESS", 64)
+        default_factory=lambda: _int("EVENT_STREAMS_PER_PROCESS", 5000)
     )
+    # The broadcaster's one poll of the watched submissions (embedded broker, or Redis down).
+    event_poll_s: float = field(default_factory=lambda: _float("EVENT_POLL_S", 0.25))
 
     def __post_init__(self) -> None:
         data = self.data_dir

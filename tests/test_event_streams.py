@@ -1,11 +1,12 @@
 """Live event streams are capped, over real HTTP on both backends.
 
-Each open stream polls the database, so one contestant holding hundreds of them froze
-the API (the leaderboard timed out). Now an account holds at most
-MEMORACE_EVENT_STREAMS_PER_USER streams (8 by default) and an API process serves at most
-MEMORACE_EVENT_STREAMS_PER_PROCESS (here 12); one more is 429 with Retry-After, a slot
-is free again once its client hangs up, and the leaderboard answers quickly while a
-contestant holds its most. No worker runs: a queued submission's stream stays open.
+Each open stream polled the database, so one contestant holding hundreds of them froze
+the API (the leaderboard timed out). Streams are cheap now (api.broadcast), but still
+bounded: an account holds at most MEMORACE_EVENT_STREAMS_PER_USER streams (here 8) and
+an API process serves at most MEMORACE_EVENT_STREAMS_PER_PROCESS (here 12); one more
+is 429 with Retry-After, a slot is free again once its client hangs up, and the
+leaderboard answers quickly while a contestant holds its most. No worker runs: a
+queued submission's stream stays open.
 """
 
 from __future__ import annotations
@@ -21,13 +22,16 @@ import pytest
 from tests.service import Service, small_package, start_service, wait_for
 from tests.test_service_e2e import backends
 
-PER_USER, PER_PROCESS = 8, 12  # the per-user default; a small process cap for the test
+PER_USER, PER_PROCESS = 8, 12  # small caps for the test (defaults: 200, 5000)
 
 
 @pytest.fixture(scope="module", params=["embedded", "postgres+redis"])
 def service(request, tmp_path_factory):
     tmp = tmp_path_factory.mktemp("streams")
-    env = {"MEMORACE_EVENT_STREAMS_PER_PROCESS": str(PER_PROCESS)}
+    env = {
+        "MEMORACE_EVENT_STREAMS_PER_USER": str(PER_USER),
+        "MEMORACE_EVENT_STREAMS_PER_PROCESS": str(PER_PROCESS),
+    }
     with backends(request.param) as (db_url, broker_url):
         svc = start_service(tmp, [small_package(tmp)], db_url, broker_url, "local", env)
         try:
@@ -111,7 +115,7 @@ def test_one_account_holds_at_most_its_streams(service: Service) -> None:
         print(f"\nleaderboard median with {PER_USER} streams held: {median:.1f} ms")
         assert median < 1000, median  # ~10 ms unloaded; 15 s before the cap (400 streams)
 
-        # A stream whose client hangs up frees its slot (the server notices at its next poll).
+        # A stream whose client hangs up frees its slot (the server notices the hang-up).
         held.close(3)
         for _ in range(3):
             reply = wait_for(lambda: held.add().status_code == 200, 15, "a freed slot", 0.3)

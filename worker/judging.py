@@ -17,7 +17,7 @@ from typing import Any
 from sqlalchemy import delete, func, select, update
 from sqlalchemy.orm import Session
 
-from api import queue
+from api import news, queue
 from api.db.models import Case, CaseResultRow, Judging, ProblemVersion, Submission, aware, utcnow
 from api.db.session import session_scope
 from api.settings import Settings
@@ -125,6 +125,7 @@ def _claim(
         version = sub.version
         sub.status = "running"
         sub.status_detail = f"judging on {worker}: 0 of {len(version.cases)} cases"
+        news.after_commit(db, sub.id, queue=True)  # live events: it left the queue
         weights = {c.name: c.weight for c in version.cases}
         return (
             j.attempt,
@@ -164,6 +165,7 @@ def _store(
             select(func.count(CaseResultRow.id)).where(CaseResultRow.judging_id == j.id)
         )
         j.submission.status_detail = f"judging on {j.worker}: {done} of {len(weights)} cases"
+        news.after_commit(db, j.submission_id)
 
 
 def _row(judging_id: int, r: CaseResult, weight: float) -> CaseResultRow:
@@ -197,6 +199,7 @@ def _finalize(db: Session, j: Judging) -> None:
     j.hidden_score = problem_score(results, "hidden")
     j.status, j.finished_at = "final", utcnow()
     sub = j.submission
+    news.after_commit(db, sub.id)
     sub.current_judging_id = j.id
     sub.public_score, sub.hidden_score = j.public_score, j.hidden_score
     newer = db.scalar(
@@ -227,6 +230,7 @@ def fail_judging(settings: Settings, judging_id: int, why: str, retry: bool) -> 
             return
         j.reason = _add(j.reason, f"attempt {j.attempt}: judge error: {why}")
         sub = j.submission
+        news.after_commit(db, sub.id, queue=True)
         if retry and j.attempt < MAX_ATTEMPTS:
             j.status, j.enqueued_at = "queued", utcnow()
             sub.status = "queued"

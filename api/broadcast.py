@@ -1,0 +1,307 @@
+"""One broadcaster per API process: every live event stream of the process is fed from
+it, so a stream costs memory, never a database connection or a poll of its own.
+
+News that a submission changed comes from Redis pub/sub when Redis is the broker (the
+workers publish it, api.news), and from one shared poll of the database otherwise:
+one query per interval for all the watched submissions at once. While Redis is up the
+poll still runs, slowly, to catch what pub/sub lost (a message sent while this process
+was reconnecting, an organizer's action in another API process); while it is down the
+poll runs at full speed.
+
+On news, the submission is read once per visibility class (organizers see every case;
+contestants see what api.submissions lets them, the same for every contestant), and
+that view, with its events already serialized, is offered to every viewer of the
+class. A viewer keeps only the newest view: it says everything the older ones said,
+so a slow client never makes memory grow.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+from sqlalchemy import func, select
+
+from api import news, submissions
+from api.db.models import CaseResultRow, Contest, Judging, Submission, User
+from api.db.session import session_scope
+from api.settings import Settings
+
+log = logging.getLogger("memorace.broadcast")
+ORGANIZER, CONTESTANT = "organizer", "contestant"
+STATUS_KEYS = ("status", "status_detail", "queue_position", "cases_done", "cases_total")
+SAFETY_POLL_S = 3.0  # the poll's interval while Redis delivers the news
+READERS = 4  # database reads at once (each holds a pooled connection while it reads)
+IN_CHUNK = 500  # watched submissions per poll query
+REDIS_RETRY_S = 1.0
+
+
+@dataclass(frozen=True)
+class View:
+    """A submission as one visibility class sees it, its events ready to send."""
+
+    judging_id: int
+    status: str  # JSON of the status event
+    cases: tuple[tuple[int, str], ...]  # (seq, JSON of the case event), in commit order
+    final: bool
+    end: str  # JSON of the end event
+    queued: bool
+
+
+def build_view(db: Any, sub: Submission, viewer: User | None) -> View:
+    body = submissions.submission_dict(db, sub, viewer)
+    judging = submissions.shown_judging(db, sub)
+    # Commit order (row ids): what a viewer sees of a judging is always a prefix of it,
+    # so a case's position (its seq) is the same on every connection and after a reconnect.
+    order = {r.case: r.id for r in judging.results} if judging else {}
+    progress = {"cases_done": body["cases_done"], "cases_total": body["cases_total"]}
+    shown = sorted(body["results"], key=lambda r: order.get(r["case"], 0))
+    return View(
+        judging_id=body["judging_id"] or 0,
+        status=json.dumps({k: body[k] for k in STATUS_KEYS}),
+        cases=tuple((i, json.dumps({**r, **progress})) for i, r in enumerate(shown, 1)),
+        final=body["status"] in ("done", "error"),
+        end=json.dumps(body),
+        queued=body["status"] == "queued",
+    )
+
+
+def read_views(url: str, sub_id: int, classes: set[str]) -> dict[str, View]:
+    """One read of the submission for every class watching it."""
+    with session_scope(url) as db:
+        sub = db.get(Submission, sub_id)
+        if sub is None:
+            return {}
+        # hidden_policy asks only whether the viewer is an organizer (a transient user,
+        # never added to the session); every contestant sees what no one logged in sees.
+        viewers = {ORGANIZER: User(is_admin=True), CONTESTANT: None}
+        return {cls: build_view(db, sub, viewers[cls]) for cls in classes}
+
+
+def fingerprints(url: str, ids: list[int]) -> tuple[dict[int, tuple], tuple]:
+    """What changes when a submission has news, for each of `ids`, and for the queue
+    and the contest (queue positions; the reveal), in one read."""
+    last_judging = (
+        select(func.max(Judging.id)).where(Judging.submission_id == Submission.id)
+    ).scalar_subquery()
+    last_case = (
+        select(func.max(CaseResultRow.id))
+        .join(Judging, CaseResultRow.judging_id == Judging.id)
+        .where(Judging.submission_id == Submission.id)
+    ).scalar_subquery()
+    cols = (Submission.id, Submission.status, Submission.status_detail, last_judging, last_case)
+    found: dict[int, tuple] = {}
+    with session_scope(url) as db:
+        for start in range(0, len(ids), IN_CHUNK):
+            chunk = ids[start : start + IN_CHUNK]
+            for row in db.execute(select(*cols).where(Submission.id.in_(chunk))):
+                found[row[0]] = tuple(row[1:])
+        queue = db.execute(
+            select(func.count(Judging.id), func.max(Judging.id)).where(Judging.status == "queued")
+        ).one()
+        contest = db.execute(
+            select(Contest.hidden_revealed, Contest.hidden_detail).where(Contest.id == 1)
+        ).one_or_none()
+    return found, (tuple(queue), tuple(contest) if contest else None)
+
+
+class Viewer:
+    """One stream's mailbox: the newest view of its class."""
+
+    def __init__(self, cls: str):
+        self.cls = cls
+        self.latest: View | None = None
+        self.ready = asyncio.Event()
+
+    def offer(self, view: View) -> None:
+        self.latest = view
+        self.ready.set()
+
+    async def next(self, timeout: float) -> View | None:
+        """The newest view not yet taken, or None after `timeout` seconds without one."""
+        try:
+            await asyncio.wait_for(self.ready.wait(), timeout)
+        except TimeoutError:
+            return None
+        self.ready.clear()
+        view, self.latest = self.latest, None
+        return view
+
+
+class Channel:
+    """The viewers of one submission and its newest views."""
+
+    def __init__(self, sub_id: int):
+        self.sub_id = sub_id
+        self.viewers: set[Viewer] = set()
+        self.views: dict[str, View] = {}
+        self.dirty = False
+        self.task: asyncio.Task[None] | None = None
+
+    @property
+    def queued(self) -> bool:
+        return any(v.queued for v in self.views.values())
+
+
+class Broadcaster:
+    def __init__(self, settings: Settings):
+        self.url, self.broker = settings.database_url, settings.broker_url
+        self.poll_s = settings.event_poll_s
+        self.channels: dict[int, Channel] = {}
+        self.redis_up = False
+        self.tasks: list[asyncio.Task[None]] = []
+        self.limiter: anyio.CapacityLimiter | None = None
+        self.seen: dict[int, tuple] = {}
+        self.seen_global: tuple | None = None
+        self.reads = 0  # submission reads so far (for tests and metrics)
+        self.polls = 0
+
+    def start(self) -> None:
+        """Started on the event loop by the first stream (the loop the streams run on)."""
+        if self.tasks:
+            return
+        self.limiter = anyio.CapacityLimiter(READERS)
+        self.tasks.append(asyncio.create_task(self._poll()))
+        if news.uses_redis(self.broker):
+            self.tasks.append(asyncio.create_task(self._listen()))
+
+    async def stop(self) -> None:
+        tasks = self.tasks + [c.task for c in self.channels.values() if c.task]
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            with contextlib.suppress(BaseException):
+                await task
+        self.tasks = []
+
+    @contextlib.asynccontextmanager
+    async def watch(self, sub_id: int, cls: str) -> AsyncIterator[Viewer]:
+        self.start()
+        channel = self.channels.get(sub_id)
+        if channel is None:
+            channel = self.channels[sub_id] = Channel(sub_id)
+        viewer = Viewer(cls)
+        channel.viewers.add(viewer)
+        if cls in channel.views:
+            viewer.offer(channel.views[cls])  # current: news keeps it so
+        else:
+            self.news(sub_id)
+        try:
+            yield viewer
+        finally:
+            channel.viewers.discard(viewer)
+            if not channel.viewers and self.channels.get(sub_id) is channel:
+                del self.channels[sub_id]
+                self.seen.pop(sub_id, None)
+
+    def news(self, sub_id: int, queue: bool = False) -> None:
+        """Submission `sub_id` changed (and, with `queue`, so did the queue)."""
+        channel = self.channels.get(sub_id)
+        if channel is not None:
+            self._refresh(channel)
+        if queue:  # queue positions moved
+            for other in list(self.channels.values()):
+                if other.queued:
+                    self._refresh(other)
+
+    def _refresh(self, channel: Channel) -> None:
+        channel.dirty = True
+        if channel.task is None or channel.task.done():
+            channel.task = asyncio.create_task(self._read(channel))
+
+    async def _read(self, channel: Channel) -> None:
+        """Reads until no news came during the read: news during a read is coalesced."""
+        assert self.limiter is not None
+        while channel.dirty and channel.viewers:
+            channel.dirty = False
+            classes = {v.cls for v in channel.viewers}
+            try:
+                views = await anyio.to_thread.run_sync(
+                    read_views, self.url, channel.sub_id, classes, limiter=self.limiter
+                )
+            except Exception as exc:  # the database hiccuped: try again shortly
+                log.warning("cannot read submission %s: %s", channel.sub_id, exc)
+                channel.dirty = True
+                await asyncio.sleep(1.0)
+                continue
+            self.reads += 1
+            channel.views = views
+            for viewer in list(channel.viewers):
+                if viewer.cls in views:
+                    viewer.offer(views[viewer.cls])
+
+    async def _poll(self) -> None:
+        assert self.limiter is not None
+        while True:
+            await asyncio.sleep(SAFETY_POLL_S if self.redis_up else self.poll_s)
+            ids = sorted(self.channels)
+            if not ids:
+                continue
+            try:
+                found, overall = await anyio.to_thread.run_sync(
+                    fingerprints, self.url, ids, limiter=self.limiter
+                )
+            except Exception as exc:
+                log.warning("cannot poll the watched submissions: %s", exc)
+                continue
+            self.polls += 1
+            self._compare(found, overall)
+
+    def _compare(self, found: dict[int, tuple], overall: tuple) -> None:
+        queue, contest = overall
+        if self.seen_global is not None:
+            old_queue, old_contest = self.seen_global
+            for channel in list(self.channels.values()):
+                if old_contest != contest or (old_queue != queue and channel.queued):
+                    self._refresh(channel)
+        self.seen_global = overall
+        for sub_id, mark in found.items():
+            if self.seen.get(sub_id) != mark and sub_id in self.channels:
+                # Also a first sight: the channel's first read may have come just before.
+                self._refresh(self.channels[sub_id])
+            self.seen[sub_id] = mark
+
+    async def _listen(self) -> None:
+        """Redis pub/sub, reconnecting for as long as the process runs."""
+        import redis.asyncio as aioredis
+
+        name = news.channel(self.broker)
+        while True:
+            client = aioredis.from_url(
+                self.broker, socket_connect_timeout=2, health_check_interval=10
+            )
+            try:
+                async with client.pubsub(ignore_subscribe_messages=True) as pubsub:
+                    await pubsub.subscribe(name)
+                    self.redis_up = True
+                    log.info("live events: news from Redis channel %s", name)
+                    for channel in list(self.channels.values()):
+                        self._refresh(channel)  # what was published while we were away
+                    async for message in pubsub.listen():
+                        parsed = news.parse(message.get("data", b""))
+                        if message.get("type") == "message" and parsed:
+                            self.news(*parsed)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                if self.redis_up:
+                    log.warning("live events: Redis lost (%s); polling the database", exc)
+            finally:
+                self.redis_up = False
+                with contextlib.suppress(Exception):
+                    await client.aclose()
+            await asyncio.sleep(REDIS_RETRY_S)
+
+
+def broadcaster(app: Any) -> Broadcaster:
+    """The app's broadcaster (one per API process), made with the app."""
+    found: Broadcaster | None = getattr(app.state, "broadcaster", None)
+    if found is None:
+        found = app.state.broadcaster = Broadcaster(app.state.settings)
+    return found
