@@ -229,6 +229,10 @@ def test_scripts_serve_starts_one_api_process_per_core_setting(tmp_path):
             slug = web.get("/api/v1/problems").json()[0]["slug"]
             etags = {web.get(f"/api/v1/leaderboard/{slug}").headers["ETag"] for _ in range(30)}
             assert len(etags) == 1  # every process names the same board the same
+            # A change made through one process is seen by every other at once.
+            assert web.post("/api/v1/admin/disqualify", json={"team": _a_team(web)}).is_success
+            after = {web.get(f"/api/v1/leaderboard/{slug}").headers["ETag"] for _ in range(30)}
+            assert len(after) == 1 and after != etags
     finally:
         os.killpg(proc.pid, signal.SIGTERM)
         proc.wait(30)
@@ -237,6 +241,11 @@ def test_scripts_serve_starts_one_api_process_per_core_setting(tmp_path):
 def _serving(log: Path, processes: int) -> bool:
     started = re.findall(r"Started server process \[(\d+)\]", log.read_text(errors="replace"))
     return len(set(started)) >= processes
+
+
+def _a_team(web: httpx.Client) -> str:
+    assert web.post("/api/v1/admin/teams", json={"name": "red"}).status_code == 201
+    return "red"
 
 
 def _answers(url: str) -> bool:
