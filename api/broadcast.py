@@ -157,6 +157,7 @@ class Broadcaster:
         self.redis_up = False
         self.tasks: list[asyncio.Task[None]] = []
         self.limiter: anyio.CapacityLimiter | None = None
+        self.wake: asyncio.Event | None = None  # ends the poll's sleep (Redis lost)
         self.seen: dict[int, tuple] = {}
         self.seen_global: tuple | None = None
         self.reads = 0  # submission reads so far (for tests and metrics)
@@ -167,6 +168,7 @@ class Broadcaster:
         if self.tasks:
             return
         self.limiter = anyio.CapacityLimiter(READERS)
+        self.wake = asyncio.Event()
         self.tasks.append(asyncio.create_task(self._poll()))
         if news.uses_redis(self.broker):
             self.tasks.append(asyncio.create_task(self._listen()))
@@ -237,9 +239,13 @@ class Broadcaster:
                     viewer.offer(views[viewer.cls])
 
     async def _poll(self) -> None:
-        assert self.limiter is not None
+        assert self.limiter is not None and self.wake is not None
         while True:
-            await asyncio.sleep(SAFETY_POLL_S if self.redis_up else self.poll_s)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(
+                    self.wake.wait(), SAFETY_POLL_S if self.redis_up else self.poll_s
+                )
+            self.wake.clear()
             ids = sorted(self.channels)
             if not ids:
                 continue
@@ -294,6 +300,8 @@ class Broadcaster:
                     log.warning("live events: Redis lost (%s); polling the database", exc)
             finally:
                 self.redis_up = False
+                if self.wake is not None:
+                    self.wake.set()  # poll at full speed from now on
                 with contextlib.suppress(Exception):
                     await client.aclose()
             await asyncio.sleep(REDIS_RETRY_S)

@@ -18,6 +18,7 @@ import statistics
 import threading
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -27,7 +28,7 @@ import pytest
 from sqlalchemy import create_engine, text
 
 from api.broadcast import READERS
-from tests.service import Service, start_service, wait_for
+from tests.service import Service, postgres_database, redis_server, start_service, wait_for
 from tests.test_service_e2e import backends
 
 SLUG = "drip"
@@ -147,10 +148,7 @@ def api_connections(service: Service, db_url: str) -> tuple[int, int]:
     return len(ports), int(row[0]) if row else 0
 
 
-@pytest.fixture(scope="module", params=["embedded", "postgres+redis"])
-def judged(request, tmp_path_factory) -> dict[str, Any]:
-    """One judging watched by 200 streams and a client that reconnects midway."""
-    tmp = tmp_path_factory.mktemp("broadcast")
+def drip_package(tmp: Path) -> Path:
     package = tmp / SLUG
     for split in ("public", "hidden"):
         (package / "data" / split).mkdir(parents=True)
@@ -158,8 +156,23 @@ def judged(request, tmp_path_factory) -> dict[str, Any]:
     (package / "statement.md").write_text("# Drip\n")
     for name in [f"public/{c}" for c in CASES] + ["hidden/s"]:
         (package / "data" / f"{name}.csv").write_text(CASE)
+    return package
+
+
+def start_drip(svc: Service) -> tuple[str, int]:
+    """A contestant's token and their submission, judged one case at a time."""
+    token = svc.add_team("red", "alice")
+    planner = svc.data_dir.parent / "planner.py"
+    planner.write_text(PLANNER)
+    return token, svc.submit(token, SLUG, planner)["id"]
+
+
+@pytest.fixture(scope="module", params=["embedded", "postgres+redis"])
+def judged(request, tmp_path_factory) -> dict[str, Any]:
+    """One judging watched by 200 streams and a client that reconnects midway."""
+    tmp = tmp_path_factory.mktemp("broadcast")
     with backends(request.param) as (db_url, broker_url):
-        svc = start_service(tmp, [package], db_url, broker_url, "local")
+        svc = start_service(tmp, [drip_package(tmp)], db_url, broker_url, "local")
         try:
             svc.start_worker("w1")
             yield scenario(svc, db_url or f"sqlite:///{svc.data_dir}/db.sqlite", request.param)
@@ -168,10 +181,7 @@ def judged(request, tmp_path_factory) -> dict[str, Any]:
 
 
 def scenario(svc: Service, db_url: str, backend: str) -> dict[str, Any]:
-    token = svc.add_team("red", "alice")
-    planner = svc.data_dir.parent / "planner.py"
-    planner.write_text(PLANNER)
-    sub_id = svc.submit(token, SLUG, planner)["id"]
+    token, sub_id = start_drip(svc)
     watcher = Watcher(db_url, sub_id)
     watcher.start()
     before = api_connections(svc, db_url)
@@ -251,3 +261,41 @@ def test_a_reconnect_resumes_after_the_last_event_id(judged: dict[str, Any]) -> 
     assert [eid.split(":")[1] for e, eid, _, _ in again.events if e == "case"] == [
         "3", "4", "5", "6"
     ]  # fmt: skip
+
+
+def test_live_events_go_on_while_redis_restarts(tmp_path: Path) -> None:
+    """Redis down: the broadcaster polls the database at full speed; Redis back: it
+    subscribes again. No case is lost or sent twice, and none waits long."""
+    with postgres_database() as db_url, redis_server() as redis:
+        svc = start_service(tmp_path, [drip_package(tmp_path)], db_url, redis.url, "local")
+        try:
+            svc.start_worker("w1")
+            token, sub_id = start_drip(svc)
+            watcher = Watcher(db_url, sub_id)
+            watcher.start()
+            streams = [Stream(token), Stream(svc.admin_token)]
+            follower = threading.Thread(target=follow_all, args=(svc, sub_id, streams))
+            follower.start()
+            wait_for(lambda: "c1" in watcher.seen, 60, "the first case judged", 0.05)
+            redis.stop()
+            down = time.time()
+            wait_for(lambda: "c3" in watcher.seen, 60, "two cases judged without Redis", 0.05)
+            redis.start()
+            up = time.time()
+            follower.join(120)
+            watcher.done.set()
+            watcher.join()
+            api_log = svc.log("api")
+        finally:
+            svc.stop()
+    seen = watcher.seen
+    for stream in streams:
+        assert sorted(stream.cases()) == sorted([*CASES, "s"]), stream.events
+        assert stream.events[-1][0] == "end"
+    organizer = {d["case"]: t for e, _, d, t in streams[1].events if e == "case"}
+    delays = {c: organizer[c] - seen[c] for c in ("c2", "c3", "c4", "c5", "s")}
+    print(f"\nRedis down {up - down:.1f} s; case delays (s): "
+          + ", ".join(f"{c} {d:.2f}" for c, d in delays.items()))  # fmt: skip
+    assert all(seen[c] > down for c in ("c2", "c3")), (seen, down)
+    assert max(delays.values()) < 1.5, delays
+    assert api_log.count("live events: news from Redis channel") >= 2, "no resubscription"
