@@ -124,7 +124,7 @@ def open_stream(request: Request, settings: Settings, sub_id: int, user: User) -
 def last_event_id(header: str) -> tuple[int, int] | None:
     """(judging id, seq) from a `Last-Event-ID` this server sent, else None."""
     parts = header.strip().split(":")
-    if len(parts) != 2 or not all(p.isdigit() and len(p) <= 18 for p in parts):
+    if len(parts) != 2 or not all(p.isascii() and p.isdigit() and len(p) <= 18 for p in parts):
         return None
     return int(parts[0]), int(parts[1])
 

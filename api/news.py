@@ -36,9 +36,9 @@ def channel(broker_url: str) -> str:
 
 def parse(message: Any) -> tuple[int, bool] | None:
     """(submission id, whether the queue changed), or None for anything else."""
-    text = message.decode() if isinstance(message, bytes) else str(message)
+    text = message.decode(errors="replace") if isinstance(message, bytes) else str(message)
     words = text.split()
-    if not words or not words[0].isdigit() or len(words[0]) > 18:
+    if not words or not (words[0].isascii() and words[0].isdigit()) or len(words[0]) > 18:
         return None
     return int(words[0]), QUEUE_FLAG in words[1:]
 

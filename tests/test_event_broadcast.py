@@ -25,9 +25,13 @@ import httpx
 import psutil
 import psycopg
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from sqlalchemy import create_engine, text
 
+from api import news
 from api.broadcast import READERS
+from api.events import last_event_id
 from tests.service import Service, postgres_database, redis_server, start_service, wait_for
 from tests.test_service_e2e import backends
 
@@ -299,3 +303,20 @@ def test_live_events_go_on_while_redis_restarts(tmp_path: Path) -> None:
     assert all(seen[c] > down for c in ("c2", "c3")), (seen, down)
     assert max(delays.values()) < 1.5, delays
     assert api_log.count("live events: news from Redis channel") >= 2, "no resubscription"
+
+
+@given(st.text(max_size=60))
+def test_a_last_event_id_of_any_text_is_read_or_ignored(header: str) -> None:
+    found = last_event_id(header)
+    assert found is None or (found[0] >= 0 and found[1] >= 0)
+
+
+@given(st.integers(0, 2**31), st.integers(0, 2**31))  # ids are INTEGER columns
+def test_an_event_id_we_sent_resumes(judging: int, seq: int) -> None:
+    assert last_event_id(f"{judging}:{seq}") == (judging, seq)
+
+
+@given(st.one_of(st.binary(max_size=40), st.text(max_size=40)))
+def test_any_pubsub_message_is_read_or_ignored(message: bytes | str) -> None:
+    found = news.parse(message)
+    assert found is None or (found[0] >= 0 and isinstance(found[1], bool))
