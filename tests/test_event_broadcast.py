@@ -32,7 +32,15 @@ from sqlalchemy import create_engine, text
 from api import news
 from api.broadcast import READERS
 from api.events import last_event_id
-from tests.service import Service, postgres_database, redis_server, start_service, wait_for
+from tests.service import (
+    VENV_BIN,
+    Service,
+    free_port,
+    postgres_database,
+    redis_server,
+    start_service,
+    wait_for,
+)
 from tests.test_service_e2e import backends
 
 SLUG = "drip"
@@ -100,7 +108,7 @@ async def read(
         await reply.aclose()
 
 
-def follow_all(service: Service, sub_id: int, streams: list[Stream]) -> None:
+def follow_all(service: Service, sub_id: int, streams: list[Stream], base: str = "") -> None:
     """Opened OPENING at a time: 200 requests at once into one API process still
     exhaust its connection pool (each request holds a connection across several
     thread-pool hops while 40 threads wait for one), whatever the stream costs."""
@@ -109,7 +117,7 @@ def follow_all(service: Service, sub_id: int, streams: list[Stream]) -> None:
         opening = asyncio.Semaphore(OPENING)
         limits = httpx.Limits(max_connections=len(streams) + 10, max_keepalive_connections=0)
         async with httpx.AsyncClient(timeout=120, limits=limits) as client:
-            url = f"{service.url}/api/v1/submissions/{sub_id}/events"
+            url = f"{base or service.url}/api/v1/submissions/{sub_id}/events"
             await asyncio.gather(*(read(client, url, s, opening) for s in streams))
 
     asyncio.run(main())
@@ -267,19 +275,42 @@ def test_a_reconnect_resumes_after_the_last_event_id(judged: dict[str, Any]) -> 
     ]  # fmt: skip
 
 
+def second_api(svc: Service) -> str:
+    """Another API process on the same database and broker (its own broadcaster)."""
+    port = free_port()
+    cmd = [str(VENV_BIN / "uvicorn"), "api.app:create_app", "--factory", "--host",
+           "127.0.0.1", "--port", str(port)]  # fmt: skip
+    svc._spawn("api2", cmd)
+    url = f"http://127.0.0.1:{port}"
+
+    def healthy() -> bool:
+        try:
+            return httpx.get(f"{url}/healthz", timeout=2).status_code == 200
+        except httpx.HTTPError:
+            return False
+
+    wait_for(healthy, 60, "the second API process")
+    return url
+
+
 def test_live_events_go_on_while_redis_restarts(tmp_path: Path) -> None:
-    """Redis down: the broadcaster polls the database at full speed; Redis back: it
-    subscribes again. No case is lost or sent twice, and none waits long."""
+    """Two API processes, each its own broadcaster. Redis down: they poll the database
+    at full speed; Redis back: they subscribe again. No case is lost or sent twice, and
+    none waits long."""
     with postgres_database() as db_url, redis_server() as redis:
         svc = start_service(tmp_path, [drip_package(tmp_path)], db_url, redis.url, "local")
         try:
             svc.start_worker("w1")
+            other = second_api(svc)
             token, sub_id = start_drip(svc)
             watcher = Watcher(db_url, sub_id)
             watcher.start()
             streams = [Stream(token), Stream(svc.admin_token)]
+            streams2 = [Stream(token), Stream(svc.admin_token)]
             follower = threading.Thread(target=follow_all, args=(svc, sub_id, streams))
+            follower2 = threading.Thread(target=follow_all, args=(svc, sub_id, streams2, other))
             follower.start()
+            follower2.start()
             wait_for(lambda: "c1" in watcher.seen, 60, "the first case judged", 0.05)
             redis.stop()
             down = time.time()
@@ -287,22 +318,25 @@ def test_live_events_go_on_while_redis_restarts(tmp_path: Path) -> None:
             redis.start()
             up = time.time()
             follower.join(120)
+            follower2.join(120)
             watcher.done.set()
             watcher.join()
-            api_log = svc.log("api")
+            logs = svc.log("api"), svc.log("api2")
         finally:
             svc.stop()
     seen = watcher.seen
-    for stream in streams:
+    assert all(seen[c] > down for c in ("c2", "c3")), (seen, down)
+    for stream in streams + streams2:
         assert sorted(stream.cases()) == sorted([*CASES, "s"]), stream.events
         assert stream.events[-1][0] == "end"
-    organizer = {d["case"]: t for e, _, d, t in streams[1].events if e == "case"}
-    delays = {c: organizer[c] - seen[c] for c in ("c2", "c3", "c4", "c5", "s")}
-    print(f"\nRedis down {up - down:.1f} s; case delays (s): "
-          + ", ".join(f"{c} {d:.2f}" for c, d in delays.items()))  # fmt: skip
-    assert all(seen[c] > down for c in ("c2", "c3")), (seen, down)
-    assert max(delays.values()) < 1.5, delays
-    assert api_log.count("live events: news from Redis channel") >= 2, "no resubscription"
+    for name, organizer_stream in (("api", streams[1]), ("api2", streams2[1])):
+        arrived = {d["case"]: t for e, _, d, t in organizer_stream.events if e == "case"}
+        delays = {c: arrived[c] - seen[c] for c in ("c2", "c3", "c4", "c5", "s")}
+        print(f"\n{name}: Redis down {up - down:.1f} s; case delays (s): "
+              + ", ".join(f"{c} {d:.2f}" for c, d in delays.items()))  # fmt: skip
+        assert max(delays.values()) < 1.5, delays
+    for log in logs:
+        assert log.count("live events: news from Redis channel") >= 2, "no resubscription"
 
 
 @given(st.text(max_size=60))
