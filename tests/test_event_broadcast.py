@@ -197,6 +197,8 @@ def scenario(svc: Service, db_url: str, backend: str) -> dict[str, Any]:
     watcher = Watcher(db_url, sub_id)
     watcher.start()
     before = api_connections(svc, db_url)
+    api = psutil.Process(svc.procs["api"].pid)
+    rss = [api.memory_info().rss]
     many = [Stream(token) for _ in range(CONTESTANT_STREAMS)]
     many += [Stream(svc.admin_token) for _ in range(ORGANIZER_STREAMS)]
     follower = threading.Thread(target=follow_all, args=(svc, sub_id, many), daemon=True)
@@ -206,6 +208,7 @@ def scenario(svc: Service, db_url: str, backend: str) -> dict[str, Any]:
     def sample() -> None:
         while follower.is_alive():
             samples.append(api_connections(svc, db_url))
+            rss.append(api.memory_info().rss)
             time.sleep(0.2)
 
     sampler = threading.Thread(target=sample, daemon=True)
@@ -221,7 +224,8 @@ def scenario(svc: Service, db_url: str, backend: str) -> dict[str, Any]:
     watcher.done.set()
     watcher.join()
     return {"backend": backend, "many": many, "first": first, "again": again,
-            "seen": watcher.seen, "before": before, "samples": samples}  # fmt: skip
+            "seen": watcher.seen, "before": before, "samples": samples,
+            "rss": rss}  # fmt: skip
 
 
 def test_200_streams_get_every_case_once_within_a_second(judged: dict[str, Any]) -> None:
@@ -255,7 +259,9 @@ def test_200_streams_hold_few_database_connections(judged: dict[str, Any]) -> No
     print(f"\n{judged['backend']}: API database connections before the streams "
           f"{judged['before'][0]}; with 200 streams open: max {max(total)}, median "
           f"{statistics.median(total)}, in use max {max(busy)}, median "
-          f"{statistics.median(busy)} ({len(samples)} samples)")  # fmt: skip
+          f"{statistics.median(busy)} ({len(samples)} samples); API memory "
+          f"{judged['rss'][0] / 2**20:.0f} MiB before, {max(judged['rss']) / 2**20:.0f} MiB "
+          "at most with 200 streams")  # fmt: skip
     # What the pool keeps is what the requests that opened the streams (OPENING at
     # once) used; the streams add at most the broadcaster's readers. The old per-stream
     # polls kept every one of the pool's 40 connections busy.
