@@ -150,12 +150,15 @@ def run_job(settings: Settings, job_id: int) -> str:
 
 
 def resend_lost(settings: Settings) -> list[int]:
-    """Re-send jobs queued longer than the reaper's re-send delay (a lost message, e.g.
-    after a Redis restart); a duplicate message finds the job claimed and does nothing."""
+    """Re-send jobs queued longer than the reaper's re-send delay whose message the
+    broker no longer holds (a lost message, e.g. after a Redis restart; one waiting
+    behind a backlog is not lost); a duplicate message finds the job claimed and does
+    nothing."""
+    held = queue.messages_in_broker(queue.IMPORT_TASK, settings.requeue_after_s) or set()
     stale = utcnow() - timedelta(seconds=settings.requeue_after_s)
     with session_scope(settings.database_url) as db:
         queued = db.scalars(select(ImportJob).where(ImportJob.status == "queued"))
-        ids = [job.id for job in queued if aware(job.created_at) < stale]
+        ids = [job.id for job in queued if aware(job.created_at) < stale and job.id not in held]
     for job_id in ids:
         try:
             queue.enqueue_import(job_id)

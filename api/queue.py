@@ -2,11 +2,17 @@
 thin producer that enqueues tasks by name (the API never imports `worker`).
 
 A queue message is only a wake-up call: the `judgings` row is the truth, so a
-lost message costs a delay (the reaper re-sends it), never a submission.
+lost message costs a delay (the reaper re-sends it), never a submission. The reaper
+looks into the broker (`messages_in_broker`) so that it re-sends only what is lost,
+never what merely waits behind a backlog.
 """
 
 from __future__ import annotations
 
+import base64
+import json
+import time
+from contextlib import suppress
 from functools import cache
 from typing import Any
 
@@ -85,3 +91,60 @@ def queue_ready() -> bool:
         return True
     except Exception:
         return False
+
+
+def messages_in_broker(task: str, taken_within_s: float = 0.0) -> set[int] | None:
+    """The first argument (a judging or import job id) of every `task` message the broker
+    holds: waiting in the queue, or (Redis) taken by a worker within the last
+    `taken_within_s` seconds and not yet acknowledged (one about to start, or a retry
+    waiting for its countdown). An older unacknowledged message is counted lost: its
+    worker died (SIGKILL) and Redis would give it back only after the visibility
+    timeout. None when the broker cannot be read."""
+    settings = get_settings()
+    try:
+        if settings.broker_url.startswith("redis"):
+            raws = _redis_messages(taken_within_s)
+        elif settings.broker_url.startswith("filesystem"):
+            raws = _file_messages(settings)
+        else:
+            return None
+    except Exception:
+        return None
+    found = set()
+    for raw in raws:
+        with suppress(ValueError, KeyError, TypeError, IndexError):
+            message = raw if isinstance(raw, dict) else json.loads(raw)
+            if message["headers"].get("task") != task:
+                continue
+            body = message["body"]
+            if message["properties"].get("body_encoding") == "base64":
+                body = base64.b64decode(body)
+            args = json.loads(body)[0]
+            if args and isinstance(args[0], int):
+                found.add(args[0])
+    return found
+
+
+def _redis_messages(taken_within_s: float) -> list[Any]:
+    # The queue is one list per priority step (celery_config: sep ":", steps 0-9);
+    # delivered, unacknowledged messages sit in kombu's `unacked` hash, indexed by time.
+    with producer().connection_for_read() as conn:
+        client = conn.default_channel.client
+        keys = [QUEUE] + [f"{QUEUE}:{step}" for step in range(1, 10)]
+        raws = [raw for key in keys for raw in client.lrange(key, 0, -1)]
+        if taken_within_s > 0:
+            tags = client.zrangebyscore("unacked_index", time.time() - taken_within_s, "+inf")
+            for entry in client.hmget("unacked", tags) if tags else []:
+                with suppress(ValueError, TypeError, IndexError):
+                    raws.append(json.loads(entry)[0])
+        return raws
+
+
+def _file_messages(settings: Settings) -> list[Any]:
+    # One file per waiting message, removed when a worker takes it (kombu's
+    # filesystem transport); a taken message lives only in that worker's memory.
+    raws: list[Any] = []
+    for path in settings.queue_dir.glob(f"*.{QUEUE}.msg"):
+        with suppress(OSError):
+            raws.append(path.read_bytes())
+    return raws

@@ -10,6 +10,7 @@ import textwrap
 
 import pytest
 from sqlalchemy import create_engine, text
+from sqlalchemy.pool import NullPool
 
 from tests.service import postgres_database, redis_server, start_service, wait_for
 from tests.test_package import make_package
@@ -45,7 +46,8 @@ def stack(tmp_path):
 
 
 def judgings(db_url: str, sub_id: int) -> list[tuple]:
-    with create_engine(db_url).connect() as conn:
+    # No pool: a test that polls this must not pile up PostgreSQL connections.
+    with create_engine(db_url, poolclass=NullPool).connect() as conn:
         return [
             tuple(r)
             for r in conn.execute(

@@ -5,6 +5,8 @@ from __future__ import annotations
 import logging
 import os
 import socket
+import threading
+import time
 
 from celery.signals import (
     after_setup_logger,
@@ -14,10 +16,9 @@ from celery.signals import (
     worker_ready,
 )
 
-from api import imports as api_imports
 from api.db.session import migrate
 from api.queue import IMPORT_TASK, JUDGE_TASK, REAP_TASK, RESCORE_TASK
-from worker import imports, judging, presence, scratch
+from worker import imports, judging, presence, reaper, scratch
 from worker.celery_app import app, settings
 
 log = logging.getLogger("memorace.worker")
@@ -58,6 +59,17 @@ def _check_scratch(**_: object) -> None:
 def _on_ready(**_: object) -> None:
     migrate(settings.database_url)
     _remove_orphan_sandboxes()
+    # This host's housekeeping, in the main process: the pool may be busy judging.
+    threading.Thread(target=_housekeeping, name="housekeeping", daemon=True).start()
+
+
+def _housekeeping() -> None:
+    while True:
+        time.sleep(settings.reap_interval_s)
+        try:
+            _remove_orphan_sandboxes()
+        except Exception as exc:  # e.g. the engine restarting: try again next time
+            log.warning("orphan sandbox removal failed: %s", exc)
 
 
 presence.connect_signals(settings, gpu_slot())  # after _on_ready: the schema exists
@@ -101,11 +113,9 @@ def import_package(job_id: int) -> str:
 
 
 @app.task(name=REAP_TASK)
-def reap() -> list[int]:
-    _remove_orphan_sandboxes()
-    if lost_imports := api_imports.resend_lost(settings):
-        log.warning("reaper re-sent import jobs %s (no worker took them)", lost_imports)
-    return judging.reap(settings)
+def reap() -> None:
+    """Only for a reap message from an older beat: beat now runs the reaper itself."""
+    reaper.run(settings)
 
 
 def _remove_orphan_sandboxes() -> None:
