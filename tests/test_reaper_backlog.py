@@ -107,3 +107,41 @@ def reaper_runs(log: str) -> list[datetime]:
         if "reaper ran" in line and (m := STAMP.search(line)):
             found.append(datetime.strptime(m.group(1), "%Y-%m-%d %H:%M:%S,%f"))
     return found
+
+
+@pytest.mark.parametrize("kind", ["redis", "embedded"])
+def test_broker_look_sees_waiting_and_just_taken_messages(kind, tmp_path, monkeypatch):
+    """What the reaper counts as held by the broker: waiting messages on both brokers;
+    on Redis also one a worker took and has not acknowledged, for the given window."""
+    from contextlib import nullcontext
+
+    from api import queue
+    from api.settings import get_settings
+    from tests.service import redis_server
+
+    with redis_server() if kind == "redis" else nullcontext() as redis:
+        monkeypatch.setenv("MEMORACE_DATA_DIR", str(tmp_path))
+        if redis:
+            monkeypatch.setenv("MEMORACE_BROKER_URL", redis.url)
+        for cached in (get_settings, queue.producer):
+            cached.cache_clear()
+        try:
+            queue.enqueue_judging(7, queue.PRIORITY_REJUDGE)
+            queue.enqueue_judging(8)
+            queue.enqueue_import(9)
+            assert queue.messages_in_broker(queue.JUDGE_TASK) == {7, 8}
+            assert queue.messages_in_broker(queue.IMPORT_TASK) == {9}
+            with queue.producer().connection_for_read() as conn:
+                taken = conn.SimpleQueue(queue.QUEUE).get(timeout=5)  # not acknowledged
+                assert taken.headers["task"] in (queue.JUDGE_TASK, queue.IMPORT_TASK)
+                left = queue.messages_in_broker(queue.JUDGE_TASK) | queue.messages_in_broker(
+                    queue.IMPORT_TASK
+                )
+                assert len(left) == 2  # it no longer waits
+                held = queue.messages_in_broker(queue.JUDGE_TASK, 60) | queue.messages_in_broker(
+                    queue.IMPORT_TASK, 60
+                )
+                assert held == ({7, 8, 9} if kind == "redis" else left)
+        finally:
+            for cached in (get_settings, queue.producer):
+                cached.cache_clear()
