@@ -23,10 +23,11 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from api import logs, queue, workers
 from api.bodylimit import BodyLimit
 from api.broadcast import Broadcaster
-from api.db.session import get_engine, migrate, session_scope
+from api.db.session import get_engine, migrate, requests_in_flight, session_scope
 from api.deps import DB, Config
 from api.docs import add_docs
 from api.errors import ServiceError
+from api.inflight import InFlight
 from api.metrics import DatabaseCollector, metrics_response
 from api.pathguard import PathGuard
 from api.settings import Settings, get_settings
@@ -81,6 +82,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     )
     app.add_middleware(BodyLimit)  # before FastAPI reads a body, whoever is asking
     app.add_middleware(PathGuard, api=app)  # NUL, ids out of range: before the database
+    app.add_middleware(InFlight, limit=requests_in_flight())  # below the connection pool
     _errors(app)
     _access_log(app)
     from api import pages, routes_admin, routes_tokens, routes_v1

@@ -6,11 +6,13 @@ worker's own code (worker.judging._finish) run on results written as a worker wo
 
 from __future__ import annotations
 
+import asyncio
 import os
 import re
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -23,7 +25,7 @@ from api import queue
 from api.db.models import CaseResultRow, Judging, ProblemVersion
 from api.db.session import get_engine, session_scope
 from api.settings import get_settings
-from tests.service import ROOT, free_port, postgres_database, wait_for
+from tests.service import ROOT, free_port, postgres_database, start_service, wait_for
 from tests.test_package import CASE, GOOD_TOML, make_package
 from worker.judging import _finish, rescore_version
 
@@ -253,3 +255,32 @@ def _answers(url: str) -> bool:
         return httpx.get(f"{url}/healthz", timeout=2).status_code in (200, 503)
     except httpx.HTTPError:
         return False
+
+
+# --- the pool never runs dry under concurrent requests -------------------------------------
+
+
+def test_more_concurrent_requests_than_connections_do_not_stall(tmp_path):
+    """Each request holds its connection across threadpool hops; with more requests in
+    flight than connections, every thread waited for a connection only a request
+    waiting for a thread could return, until the pool's 30 s timeout (500s). Now the
+    process lets in only what its pool can serve."""
+    env = {"MEMORACE_DB_POOL_SIZE": "4", "MEMORACE_DB_MAX_OVERFLOW": "0"}
+    service = start_service(tmp_path, [make_package(tmp_path / "pkg")], extra_env=env)
+    try:
+        token = service.add_team("red", "alice")
+        service.api("GET", "/api/v1/me", token)  # the token's last-use stamp, once
+
+        async def burst() -> list[int]:
+            headers = {"Authorization": f"Bearer {token}"}
+            async with httpx.AsyncClient(base_url=service.url, headers=headers, timeout=60) as c:
+                paths = ["/api/v1/leaderboard/tiny", "/api/v1/submissions"] * 30
+                replies = await asyncio.gather(*(c.get(p) for p in paths))
+            return [r.status_code for r in replies]
+
+        started = time.monotonic()
+        statuses = asyncio.run(burst())
+        took = time.monotonic() - started
+    finally:
+        service.stop()
+    assert statuses == [200] * 60 and took < 20, (took, statuses)

@@ -36,14 +36,22 @@ API_THREADS = 40
 
 
 def pool_sizes() -> dict[str, int]:
-    """Enough pooled connections for every request thread of a process to hold one (a
-    smaller pool makes threads wait, up to pool_timeout, for a connection):
-    MEMORACE_DB_POOL_SIZE (default: anyio's 40 threads) plus MEMORACE_DB_MAX_OVERFLOW
-    (default 0). Connections open only when needed, but with N API processes PostgreSQL
-    needs max_connections above N x (size + overflow) plus a few per worker."""
+    """Enough connections for every request thread of a process to hold two: its
+    session's, and the short one the token check opens to stamp a token's last use
+    (with fewer, 40 threads each holding one and waiting for a second stall until
+    the pool's timeout). MEMORACE_DB_POOL_SIZE connections stay open (default: anyio's
+    40 threads), MEMORACE_DB_MAX_OVERFLOW more open while needed (default: 40). With N
+    API processes PostgreSQL needs max_connections above N x (size + overflow)."""
     size = int(os.environ.get("MEMORACE_DB_POOL_SIZE") or API_THREADS)
-    overflow = int(os.environ.get("MEMORACE_DB_MAX_OVERFLOW") or 0)
+    overflow = int(os.environ.get("MEMORACE_DB_MAX_OVERFLOW") or API_THREADS)
     return {"pool_size": max(size, 1), "max_overflow": max(overflow, 0)}
+
+
+def requests_in_flight() -> int:
+    """How many requests one API process lets in at once (api.inflight): each may hold
+    two connections, so the pool can never run dry under them."""
+    sizes = pool_sizes()
+    return max((sizes["pool_size"] + sizes["max_overflow"]) // 2, 1)
 
 
 def _sqlite_pragmas(path: str, dbapi_conn, _record) -> None:  # type: ignore[no-untyped-def]
