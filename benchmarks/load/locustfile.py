@@ -103,10 +103,11 @@ class Contestant(FastHttpUser):
                     meta["response_length"] += len(line) + 1
                     if line == b"event: end":
                         break
-                if meta["response_length"] == 0:
-                    meta["exception"] = RuntimeError("the stream ended without an event")
         except requests.RequestException as exc:
             meta["exception"] = exc
         finally:
+            if meta["response_length"] == 0 and meta["exception"] is None:
+                why = f"no event (the stream ended, or {FOLLOW_MAX_S:.0f} s passed)"
+                meta["exception"] = RuntimeError(why)
             meta.setdefault("response_time", (time.perf_counter() - start) * 1000)
             self.environment.events.request.fire(**meta)
