@@ -46,15 +46,18 @@ def cached_leaderboard(db: Session, slug: str, viewer: User | None) -> Board:
     version = current_version(db, slug)
     contest = db.get(Contest, 1)
     etag = f'"lb-{version.id}-{board.version(db)}-{_viewer_class(contest, viewer)}"'
+    # Keyed by the database too: one process may serve apps on several databases (tests,
+    # an operator's second instance), whose version ids and counters coincide.
+    key = f"{db.get_bind().url}|{etag}"
     with _lock:
-        found = _cache.get(etag)
+        found = _cache.get(key)
         if found is not None:
-            _cache.move_to_end(etag)
+            _cache.move_to_end(key)
             return found
     body = leaderboard(db, slug, viewer)
     made = Board(etag, body, json.dumps(body, separators=(",", ":")).encode())
     with _lock:
-        _cache[etag] = made
+        _cache[key] = made
         while len(_cache) > CACHED_BOARDS:
             _cache.popitem(last=False)
     return made
