@@ -295,3 +295,31 @@ def small_package(
     (pkg / "problem.toml").write_text("\n".join(lines))
     (pkg / "statement.md").write_text((origin / "statement.md").read_text())
     return pkg
+
+
+@contextmanager
+def serve_script(tmp: Path, extra_env: dict[str, str] | None = None) -> Iterator[tuple[str, Path]]:
+    """`scripts/serve` itself (bootstrap, worker, API) on a free port with a data folder
+    under `tmp`, its output in tmp/serve.log; (its URL, its data folder). Stopped after."""
+    data, port = tmp / "data", free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMORACE_")}
+    env |= {"MEMORACE_DATA_DIR": str(data), "MEMORACE_SANDBOX": "local", "PORT": str(port),
+            "VENV": str(VENV_BIN.parent), **(extra_env or {})}  # fmt: skip
+    with (tmp / "serve.log").open("wb") as log:
+        proc = subprocess.Popen(
+            [str(ROOT / "scripts" / "serve")], cwd=ROOT, env=env, stdout=log,
+            stderr=subprocess.STDOUT, start_new_session=True,
+        )  # fmt: skip
+    try:
+        yield f"http://127.0.0.1:{port}", data
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(30)
+
+
+def answers(url: str) -> bool:
+    """Whether the API at `url` answers /healthz (200, or 503 while a part is down)."""
+    try:
+        return httpx.get(f"{url}/healthz", timeout=2).status_code in (200, 503)
+    except httpx.HTTPError:
+        return False

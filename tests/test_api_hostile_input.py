@@ -9,12 +9,8 @@ on SQLite and on PostgreSQL.
 
 from __future__ import annotations
 
-import os
 import re
-import signal
 import sqlite3
-import subprocess
-import sys
 from collections.abc import Iterator
 from contextlib import ExitStack
 from datetime import UTC, datetime, timedelta, timezone
@@ -30,11 +26,11 @@ from hypothesis import strategies as st
 
 from api import queue
 from api.settings import get_settings
-from tests.conftest import ROOT
 from tests.service import (
     Service,
-    free_port,
+    answers,
     postgres_database,
+    serve_script,
     small_package,
     start_service,
     wait_for,
@@ -354,34 +350,14 @@ def test_an_api_write_with_only_the_session_cookie_needs_the_csrf_header(app):
 
 
 def test_scripts_serve_does_not_take_a_forged_forwarded_address(tmp_path):
-    data, port = tmp_path / "data", free_port()
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMORACE_")}
-    env |= {"MEMORACE_DATA_DIR": str(data), "MEMORACE_SANDBOX": "local", "PORT": str(port),
-            "VENV": str(Path(sys.executable).parent.parent)}  # fmt: skip
-    log = (tmp_path / "serve.log").open("wb")
-    proc = subprocess.Popen(
-        [str(ROOT / "scripts" / "serve")], cwd=ROOT, env=env, stdout=log,
-        stderr=subprocess.STDOUT, start_new_session=True,
-    )  # fmt: skip
-    url = f"http://127.0.0.1:{port}"
-    try:
-        wait_for(lambda: _answers(url), 120, "scripts/serve's API")
+    with serve_script(tmp_path) as (url, data):
+        wait_for(lambda: answers(url), 120, "scripts/serve's API")
         with httpx.Client(base_url=url, timeout=30) as web:
             page = web.get("/login")
             csrf = re.search(r'name="csrf_token" value="([^"]+)"', page.text).group(1)  # type: ignore[union-attr]
             form = {"csrf_token": csrf, "username": "admin", "password": "wrong"}
             reply = web.post("/login", data=form, headers={"X-Forwarded-For": "9.9.9.9"})
             assert reply.status_code == 401, reply.text[:300]
-    finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        proc.wait(30)
     with sqlite3.connect(data / "db.sqlite") as db:
         keys = {k for (k,) in db.execute("SELECT key FROM login_throttle")}
     assert "addr:127.0.0.1" in keys and "addr:9.9.9.9" not in keys, keys
-
-
-def _answers(url: str) -> bool:
-    try:
-        return httpx.get(f"{url}/healthz", timeout=2).status_code in (200, 503)
-    except httpx.HTTPError:
-        return False

@@ -7,11 +7,7 @@ worker's own code (worker.judging._finish) run on results written as a worker wo
 from __future__ import annotations
 
 import asyncio
-import os
 import re
-import signal
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -25,7 +21,13 @@ from api import queue
 from api.db.models import CaseResultRow, Judging, ProblemVersion
 from api.db.session import get_engine, session_scope
 from api.settings import get_settings
-from tests.service import ROOT, free_port, postgres_database, start_service, wait_for
+from tests.service import (
+    answers,
+    postgres_database,
+    serve_script,
+    start_service,
+    wait_for,
+)
 from tests.test_package import CASE, GOOD_TOML, make_package
 from worker.judging import _finish, rescore_version
 
@@ -212,20 +214,9 @@ def _queries(client: TestClient, path: str, headers: dict[str, str]) -> int:
 
 
 def test_scripts_serve_starts_one_api_process_per_core_setting(tmp_path):
-    data, port = tmp_path / "data", free_port()
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMORACE_")}
-    env |= {"MEMORACE_DATA_DIR": str(data), "MEMORACE_SANDBOX": "local", "PORT": str(port),
-            "MEMORACE_API_PROCESSES": "3",
-            "VENV": str(Path(sys.executable).parent.parent)}  # fmt: skip
-    log = (tmp_path / "serve.log").open("wb")
-    proc = subprocess.Popen(
-        [str(ROOT / "scripts" / "serve")], cwd=ROOT, env=env, stdout=log,
-        stderr=subprocess.STDOUT, start_new_session=True,
-    )  # fmt: skip
-    url = f"http://127.0.0.1:{port}"
-    try:
+    with serve_script(tmp_path, {"MEMORACE_API_PROCESSES": "3"}) as (url, data):
         wait_for(lambda: _serving(tmp_path / "serve.log", 3), 120, "3 API processes")
-        wait_for(lambda: _answers(url), 60, "scripts/serve's API")
+        wait_for(lambda: answers(url), 60, "scripts/serve's API")
         token = {"Authorization": f"Bearer {(data / 'admin.token').read_text().strip()}"}
         with httpx.Client(base_url=url, timeout=30, headers=token) as web:
             slug = web.get("/api/v1/problems").json()[0]["slug"]
@@ -235,9 +226,6 @@ def test_scripts_serve_starts_one_api_process_per_core_setting(tmp_path):
             assert web.post("/api/v1/admin/disqualify", json={"team": _a_team(web)}).is_success
             after = {web.get(f"/api/v1/leaderboard/{slug}").headers["ETag"] for _ in range(30)}
             assert len(after) == 1 and after != etags
-    finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        proc.wait(30)
 
 
 def _serving(log: Path, processes: int) -> bool:
@@ -248,13 +236,6 @@ def _serving(log: Path, processes: int) -> bool:
 def _a_team(web: httpx.Client) -> str:
     assert web.post("/api/v1/admin/teams", json={"name": "red"}).status_code == 201
     return "red"
-
-
-def _answers(url: str) -> bool:
-    try:
-        return httpx.get(f"{url}/healthz", timeout=2).status_code in (200, 503)
-    except httpx.HTTPError:
-        return False
 
 
 # --- the pool never runs dry under concurrent requests -------------------------------------
