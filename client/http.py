@@ -23,8 +23,16 @@ FINAL = frozenset({"done", "error"})
 STREAM_READ_TIMEOUT_S = 75.0
 
 
+# A dropped stream is resumed this many times in a row before `follow` polls instead.
+RECONNECTS = 3
+
+
 class _Dropped(Exception):
-    """The event stream ended before `end`: fall back to polling."""
+    """The event stream ended before `end`: resume it, or poll."""
+
+
+class _Refused(Exception):
+    """The server holds as many streams as it allows (429): poll."""
 
 
 class Client:
@@ -84,42 +92,59 @@ class Client:
     def follow(self, sub_id: int) -> Iterator[tuple[str, dict[str, Any]]]:
         """(event, data) pairs: "status", "case", then "end" with the final Submission.
 
-        If the stream drops, it falls back once to polling the submission every
-        `poll_interval` seconds, and keeps yielding the same kinds of events (cases
-        already seen are not repeated), so callers never see the difference.
+        A dropped stream is resumed with `Last-Event-ID` (the server then sends the
+        status again and only the cases missed), up to RECONNECTS times in a row
+        without a new case in between; after that, or when the server refuses more
+        streams (429), it polls the submission every `poll_interval` seconds. Cases
+        already seen are never repeated, so callers never see the difference.
         """
         seen: set[str] = set()
-        try:
-            # closing(): leaving after `end` (or the caller stopping) hangs up at once.
-            with contextlib.closing(self._stream(sub_id)) as stream:
-                for event, data in stream:
-                    if event == "case":
-                        seen.add(data.get("case", ""))
-                    yield event, data
-                    if event == "end":
-                        return
-        except _Dropped:
-            pass
+        last_id: str | None = None
+        drops = 0
+        while drops <= RECONNECTS:
+            if drops:
+                time.sleep(min(self.poll_interval * 2 ** (drops - 1), 10.0))
+            try:
+                # closing(): leaving after `end` (or the caller stopping) hangs up at once.
+                with contextlib.closing(self._stream(sub_id, last_id)) as stream:
+                    for event_id, event, data in stream:
+                        last_id = event_id or last_id
+                        if event == "case":
+                            if data.get("case", "") in seen:
+                                continue  # a resumed stream's overlap
+                            seen.add(data.get("case", ""))
+                            drops = 0  # progress: a later drop is a new one
+                        yield event, data
+                        if event == "end":
+                            return
+            except _Refused:
+                break
+            except _Dropped:
+                drops += 1
         yield from self._poll(sub_id, seen)
 
     # --- internals ---
 
-    def _stream(self, sub_id: int) -> Iterator[tuple[str, dict[str, Any]]]:
+    def _stream(
+        self, sub_id: int, last_id: str | None
+    ) -> Iterator[tuple[str | None, str, dict[str, Any]]]:
         timeout = httpx.Timeout(STREAM_READ_TIMEOUT_S, connect=10.0)
         headers = {"Accept": "text/event-stream"}
+        if last_id:
+            headers["Last-Event-ID"] = last_id
         try:
             with self._http.stream(
                 "GET", f"/submissions/{sub_id}/events", headers=headers, timeout=timeout
             ) as resp:
-                # A proxy that cannot stream, or the server's cap on open streams (429):
-                # polling still works.
-                if resp.status_code >= 500 or resp.status_code == 429:
+                if resp.status_code == 429:  # the server's cap on open streams
+                    raise _Refused
+                if resp.status_code >= 500:  # e.g. a proxy restarting: try again
                     raise _Dropped
                 if resp.status_code >= 400:
                     resp.read()
                     raise _error(resp)
                 for sse in parse_sse(resp.iter_bytes()):
-                    yield sse.event, _event_data(sse)
+                    yield sse.id, sse.event, _event_data(sse)
         except httpx.TransportError:
             raise _Dropped from None
         raise _Dropped  # closed without `end`

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import socket
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +21,7 @@ from client.config import DEFAULT_URL, load_config
 from client.errors import ClientError, ConfigError
 from client.http import Client
 from client.sse import SSEEvent, parse_sse
+from tests.client_fakes import mock_client, result, sse, submission
 
 # --- config ------------------------------------------------------------------
 
@@ -207,10 +208,6 @@ def test_leading_bom_is_ignored_even_when_split() -> None:
 # --- errors ------------------------------------------------------------------
 
 
-def mock_client(handler: Callable[[httpx.Request], httpx.Response]) -> Client:
-    return Client("http://judge.test", "t", poll_interval=0, transport=httpx.MockTransport(handler))
-
-
 def test_server_detail_becomes_the_error_message() -> None:
     client = mock_client(lambda r: httpx.Response(404, json={"detail": "no submission 9"}))
     with pytest.raises(ClientError) as info:
@@ -264,123 +261,6 @@ def test_submit_sends_problem_and_file(tmp_path: Path) -> None:
 def test_submit_missing_file_is_a_client_error(tmp_path: Path) -> None:
     with pytest.raises(ClientError, match="cannot read"):
         mock_client(lambda r: httpx.Response(500)).submit(tmp_path / "none.py", "toy")
-
-
-# --- follow ------------------------------------------------------------------
-
-
-def result(case: str, verdict: str = "OK") -> dict[str, Any]:
-    return {
-        "case": case,
-        "split": "public",
-        "verdict": verdict,
-        "message": "",
-        "peak": 10,
-        "lower_bound": 8,
-        "score": 0.8,
-        "time_s": 0.1,
-        "log": "",
-    }
-
-
-def submission(status: str, results: list[dict[str, Any]], total: int = 2) -> dict[str, Any]:
-    return {
-        "id": 5,
-        "problem": "toy",
-        "problem_version": 1,
-        "team": "t",
-        "filename": "plan.py",
-        "language": "python",
-        "sha256": "0" * 64,
-        "status": status,
-        "status_detail": "",
-        "queue_position": None,
-        "created_at": "2026-01-01T00:00:00Z",
-        "public_score": 80.0 if status == "done" else None,
-        "hidden_score": None,
-        "reused": False,
-        "cases_total": total,
-        "cases_done": len(results),
-        "results": results,
-    }
-
-
-def sse(event: str, data: dict[str, Any]) -> bytes:
-    return f"event: {event}\ndata: {json.dumps(data)}\n\n".encode()
-
-
-def test_follow_yields_stream_events_until_end() -> None:
-    final = submission("done", [result("a"), result("b")])
-    body = b": hello\n\n" + b"".join(
-        [
-            sse("status", {"status": "running", "cases_done": 0, "cases_total": 2}),
-            sse("case", {**result("a"), "cases_done": 1, "cases_total": 2}),
-            sse("case", {**result("b"), "cases_done": 2, "cases_total": 2}),
-            sse("end", final),
-        ]
-    )
-
-    def handler(request: httpx.Request) -> httpx.Response:
-        assert request.url.path == "/api/v1/submissions/5/events"
-        return httpx.Response(200, content=body, headers={"content-type": "text/event-stream"})
-
-    got = list(mock_client(handler).follow(5))
-    assert [e for e, _ in got] == ["status", "case", "case", "end"]
-    assert got[-1][1] == final
-
-
-def test_dropped_stream_falls_back_to_polling_without_repeats() -> None:
-    polls = iter(
-        [
-            submission("running", [result("a")]),
-            submission("done", [result("a"), result("b")]),
-        ]
-    )
-
-    def cut_stream() -> Iterator[bytes]:
-        yield sse("case", {**result("a"), "cases_done": 1, "cases_total": 2})
-        raise httpx.RemoteProtocolError("peer closed connection")
-
-    def handler(request: httpx.Request) -> httpx.Response:
-        if request.url.path.endswith("/events"):
-            return httpx.Response(200, content=cut_stream())
-        return httpx.Response(200, json=next(polls))
-
-    got = list(mock_client(handler).follow(5))
-    assert [(e, d.get("case")) for e, d in got] == [
-        ("case", "a"),  # from the stream
-        ("status", None),  # first poll: running, nothing new
-        ("case", "b"),  # second poll
-        ("status", None),  # running -> done
-        ("end", None),
-    ]
-    assert got[-1][1]["status"] == "done"
-
-
-def test_stream_closed_without_end_also_falls_back() -> None:
-    def handler(request: httpx.Request) -> httpx.Response:
-        if request.url.path.endswith("/events"):
-            return httpx.Response(200, content=b": only a comment\n\n")
-        return httpx.Response(200, json=submission("error", []))
-
-    got = list(mock_client(handler).follow(5))
-    assert [e for e, _ in got] == ["status", "end"]
-
-
-def test_a_stream_refused_by_the_servers_cap_falls_back_to_polling() -> None:
-    def handler(request: httpx.Request) -> httpx.Response:
-        if request.url.path.endswith("/events"):
-            return httpx.Response(429, json={"detail": "too many open streams"})
-        return httpx.Response(200, json=submission("done", [result("a")]))
-
-    got = list(mock_client(handler).follow(5))
-    assert [e for e, _ in got][-1] == "end" and got[-1][1]["status"] == "done"
-
-
-def test_follow_raises_on_a_4xx_stream() -> None:
-    client = mock_client(lambda r: httpx.Response(403, json={"detail": "not your submission"}))
-    with pytest.raises(ClientError, match="not your submission"):
-        list(client.follow(5))
 
 
 # --- CLI on top of the client ------------------------------------------------
