@@ -36,7 +36,8 @@ def import_package(
     """Validate the package at `source` and store it as the problem's newest version.
 
     Older versions and every result judged on them stay as they were. Importing
-    bytes identical to the current version is a no-op that returns it.
+    bytes identical to the current version returns it (storing its package in the
+    blob store if it was imported before there was one).
     """
     package = _load(source)
     digest = package_digest(package.root)
@@ -47,6 +48,8 @@ def import_package(
         db.flush()
     current = db.get(ProblemVersion, problem.current_version_id or -1)
     if current is not None and current.sha256 == digest:
+        if current.package_blob is None:  # imported before the blob store: into it now
+            current.package_blob = put_package(blob_store(settings), package.root)
         return current
     number = (
         db.scalar(

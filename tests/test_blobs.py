@@ -15,14 +15,16 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sqlalchemy import update
 
-from api.blobs import CHUNK_BYTES, BlobCorrupt, BlobMissing, BlobStore
+from api.blobs import CHUNK_BYTES, BlobCorrupt, BlobMissing, BlobStore, blob_store
 from api.blobs.cache import BlobCache
 from api.blobs.database import DatabaseBlobs
 from api.blobs.local import LocalBlobs
 from api.blobs.packages import put_package
-from api.db.models import BlobChunk
+from api.db.models import BlobChunk, ProblemVersion
 from api.db.session import migrate, session_scope
-from tests.service import postgres_database
+from api.problems import import_package, package_of
+from api.settings import Settings
+from tests.service import postgres_database, small_package
 
 BACKENDS = ["local", "sqlite", "postgresql"]
 DATABASES = ["sqlite", "postgresql"]
@@ -194,3 +196,24 @@ def test_fuzz_any_bytes_round_trip_and_any_name_is_safe(kind, tmp_path):
         assert hashlib.sha256(found.read_bytes()).hexdigest() == name
 
     check()
+
+
+def test_a_version_from_before_the_blob_store_loads_and_a_reimport_stores_it(tmp_path):
+    settings = Settings(data_dir=tmp_path / "data")
+    settings.data_dir.mkdir()
+    migrate(settings.database_url)
+    pkg = small_package(tmp_path)
+    with session_scope(settings.database_url) as db:
+        version = import_package(db, settings, pkg, None)
+        blob, version_id = version.package_blob, version.id
+        assert blob and version.package_path == ""
+        assert (
+            package_of(settings, version).root
+            == blob_store(settings).cache.path(f"{blob}.d") / pkg.name
+        )
+        version.package_blob, version.package_path = None, str(pkg)  # as older rows are
+    with session_scope(settings.database_url) as db:
+        version = db.get(ProblemVersion, version_id)
+        assert package_of(settings, version).root == pkg
+        again = import_package(db, settings, pkg, None)
+        assert again.id == version_id and again.package_blob == blob
