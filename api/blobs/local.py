@@ -8,7 +8,7 @@ import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 
-from api.blobs import CHUNK_BYTES, BlobMissing, check_name
+from api.blobs import CHUNK_BYTES, BlobMissing, check_name, file_sha256
 from api.blobs.cache import BlobCache
 
 
@@ -18,11 +18,18 @@ class LocalBlobs:
         self.folder, self.cache, self.legacy = folder, cache, legacy
 
     def put_file(self, path: Path) -> str:
+        if self._stored(sha := file_sha256(path)):
+            return sha
         with path.open("rb") as fh:
             return self._put(iter(lambda: fh.read(CHUNK_BYTES), b""))
 
     def put_bytes(self, data: bytes) -> str:
+        if self._stored(sha := hashlib.sha256(data).hexdigest()):
+            return sha
         return self._put(iter((data,)))
+
+    def _stored(self, sha256: str) -> bool:
+        return (self.folder / sha256[:2] / sha256).is_file()
 
     def has(self, sha256: str) -> bool:
         try:
