@@ -4,6 +4,7 @@ Safe with several processes on one host: an entry appears by an atomic rename of
 finished temporary, so a reader sees all of it or nothing; eviction removes the least
 recently used entries (mtime, touched on every use) until the cache is under its bound,
 sparing those used in the last GRACE_S seconds (a reader may be about to open them).
+Between passes a process may add up to a twentieth of the bound.
 """
 
 from __future__ import annotations
@@ -24,6 +25,9 @@ STALE_TMP_S = 3600.0
 class BlobCache:
     def __init__(self, folder: Path, max_bytes: int, grace_s: float = GRACE_S):
         self.folder, self.max_bytes, self.grace_s = folder, max_bytes, grace_s
+        # Bytes this process added since its last eviction pass: a pass walks the whole
+        # cache, so it runs once per twentieth of the bound (and on the first add).
+        self.added = max_bytes
 
     def path(self, key: str) -> Path:
         return self.folder / key[:2] / key
@@ -54,10 +58,14 @@ class BlobCache:
                     raise
         finally:
             _remove(tmp, tmp_root)
-        self.evict()
+        with suppress(FileNotFoundError):
+            self.added += _size(target)
+        if self.added >= self.max_bytes // 20:
+            self.evict()
         return self.get(key) or target
 
     def evict(self) -> None:
+        self.added = 0
         entries = sorted(self._entries())  # oldest first
         total = sum(size for _, size, _ in entries)
         spare = time.time() - self.grace_s
