@@ -8,7 +8,7 @@ import tarfile
 import tempfile
 from pathlib import Path
 
-from api.blobs import BlobStore, blob_store
+from api.blobs import BlobStore, blob_store, check_name
 from api.settings import Settings
 
 
@@ -25,6 +25,7 @@ def package_root(settings: Settings, blob: str | None, path: str) -> Path:
     cache, or (a version imported before the blob store) its `package_path`."""
     if not blob:
         return Path(path)
+    check_name(blob)
     store = blob_store(settings)
     key = f"{blob}.d"
     tree = store.cache.get(key) or store.cache.add(
