@@ -115,6 +115,10 @@ class Settings:
             object.__setattr__(self, "blob_store", "database" if shared else "local")
         if self.blob_store not in ("local", "database"):
             raise ValueError(f"MEMORACE_BLOB_STORE is local or database, not {self.blob_store!r}")
+        if self.blob_store == "database" and self.database_url.startswith("sqlite"):
+            # One writer at a time: a blob written beside a request's open write would
+            # wait for it. SQLite serves one host anyway.
+            raise ValueError("MEMORACE_BLOB_STORE=database needs PostgreSQL; use local")
 
     def replay_for(self, slug: str) -> str | None:
         """The replay backend for problem `slug`, or None when its plans are not replayed."""

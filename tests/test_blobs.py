@@ -217,3 +217,13 @@ def test_a_version_from_before_the_blob_store_loads_and_a_reimport_stores_it(tmp
         assert package_of(settings, version).root == pkg
         again = import_package(db, settings, pkg, None)
         assert again.id == version_id and again.package_blob == blob
+
+
+def test_the_store_follows_the_database_unless_told(tmp_path):
+    pg = "postgresql+psycopg://postgres@127.0.0.1/x"
+    assert Settings(data_dir=tmp_path).blob_store == "local"  # SQLite: one host
+    assert Settings(data_dir=tmp_path, database_url=pg).blob_store == "database"
+    assert Settings(data_dir=tmp_path, database_url=pg, blob_store="local").blob_store == "local"
+    for wrong in ({"blob_store": "s3"}, {"blob_store": "database"}):  # the latter on SQLite
+        with pytest.raises(ValueError, match="MEMORACE_BLOB_STORE"):
+            Settings(data_dir=tmp_path, **wrong)
