@@ -4,13 +4,15 @@ plans and packages travel through the database blob store (api.blobs).
 
 Submissions are judged on both workers; with worker A stopped, a rescore on worker B
 re-verifies the plans A stored (B fetches them into its own cache); B restarted with
-its data folder and cache wiped still judges.
+its data folder and cache wiped still judges, and imports a package uploaded to the
+API.
 """
 
 from __future__ import annotations
 
 import shutil
 import signal
+import tarfile
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -30,6 +32,7 @@ from tests.service import (
 )
 
 PROBLEM = "mini-gpt2"
+NEW_PROBLEM = "mini-new"
 PLANNER = ROOT / "reference_solutions" / "naive.py"
 
 
@@ -151,15 +154,35 @@ def _run(service: Service, tmp: Path, scratch: Path, db_url: str) -> None:
         assert verdict == verdicts[(sub_id, case, "judge")] == "OK", (sub_id, case, kind)
     assert not any((service.data_dir / "blobs").rglob("*"))  # nothing on the API's disk
 
-    # B restarted on a blank disk: no data folder, no cache, no scratch.
+    # B restarted on a blank disk: no data folder, no cache, no scratch. It imports a
+    # package uploaded to the API, and judges on both problems.
     service.kill("B", signal.SIGTERM)
     shutil.rmtree(tmp / "host-B")
     shutil.rmtree(scratch / "host-B")
     service.start_worker("B2", beat=False, env=host_env(tmp, scratch, "B"))
-    sub = service.submit(token, PROBLEM, planner_copy(tmp, 99))
-    done = service.wait_done(token, sub["id"], timeout=120)
-    assert done["status"] == "done" and "JUDGE_ERROR" not in done["status_detail"], done
-    assert judged_by(db_url, [sub["id"]])[sub["id"]].split(":")[-1] in _pids(service, "B2")
+    assert import_package(service, small_package(tmp / "new", NEW_PROBLEM))["status"] == "done"
+    for problem, i in ((PROBLEM, 98), (NEW_PROBLEM, 99)):
+        sub = service.submit(token, problem, planner_copy(tmp, i))
+        done = service.wait_done(token, sub["id"], timeout=120)
+        assert done["status"] == "done" and "JUDGE_ERROR" not in done["status_detail"], done
+        assert judged_by(db_url, [sub["id"]])[sub["id"]].split(":")[-1] in _pids(service, "B2")
+
+
+def import_package(service: Service, root: Path) -> dict:
+    """Upload the package folder as a .tar.gz; the import job once it has ended."""
+    archive = root.parent / f"{root.name}.tar.gz"
+    with tarfile.open(archive, "w:gz") as tar:
+        tar.add(root, arcname=root.name)
+    with archive.open("rb") as fh:
+        reply = service.api("POST", "/api/v1/admin/problems", files={"file": (archive.name, fh)})
+    assert reply.status_code == 202, reply.text
+    url = reply.json()["url"]
+
+    def ended() -> dict | None:
+        job = service.api("GET", url).json()
+        return job if job["status"] in ("done", "failed") else None
+
+    return wait_for(ended, 60, "the import job")
 
 
 def _pids(service: Service, name: str) -> set[str]:
