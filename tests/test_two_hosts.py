@@ -153,6 +153,9 @@ def _run(service: Service, tmp: Path, scratch: Path, db_url: str) -> None:
     for (sub_id, case, kind), verdict in verdicts.items():
         assert verdict == verdicts[(sub_id, case, "judge")] == "OK", (sub_id, case, kind)
     assert not any((service.data_dir / "blobs").rglob("*"))  # nothing on the API's disk
+    case = sorted((tmp / PROBLEM / "data" / "public").iterdir())[0]  # the API reads it too
+    reply = service.api("GET", f"/api/v1/problems/{PROBLEM}/cases/{case.stem}", token)
+    assert reply.status_code == 200 and reply.content == case.read_bytes()
 
     # B restarted on a blank disk: no data folder, no cache, no scratch. It imports a
     # package uploaded to the API, and judges on both problems.
