@@ -41,6 +41,7 @@ bench: setup
 	$(PY) benchmarks/planners.py
 	$(PY) benchmarks/offload_speed.py
 	$(PY) benchmarks/sandbox_overhead.py
+	$(PY) benchmarks/blob_store.py
 
 # Sandbox images for the docker sandbox (memorace/base:bookworm, memorace/runner:latest);
 # needs Docker, and root with debootstrap for the base. See docker/README.md.

@@ -22,6 +22,7 @@ from sqlalchemy.orm import Session
 from starlette.requests import Request
 
 from api import problems, queue
+from api.blobs import BlobCorrupt, BlobMissing, blob_store
 from api.db.models import ImportJob, ProblemVersion, User, aware, utcnow
 from api.db.session import session_scope
 from api.errors import NotFound, ServiceError
@@ -59,12 +60,14 @@ async def receive(request: Request, settings: Settings) -> Upload:
 
 
 def create_job(db: Session, settings: Settings, user: User, upload: Upload) -> ImportJob:
-    """The job row (flushed, not committed), with the upload moved into its folder."""
+    """The job row (flushed, not committed), with the upload in the blob store (under
+    the job's sha256), where the worker that runs the job reads it on any host."""
     assert upload.path is not None
-    job = ImportJob(actor_id=user.id, filename=upload.path.name, sha256=upload.sha256)
+    sha = blob_store(settings).put_file(upload.path)
+    job = ImportJob(actor_id=user.id, filename=upload.path.name, sha256=sha)
     db.add(job)
     db.flush()
-    upload.path.parent.rename(job_folder(settings, job.id))
+    discard(settings, upload)
     return job
 
 
@@ -126,12 +129,12 @@ def run_job(settings: Settings, job_id: int) -> str:
         job = db.get(ImportJob, job_id)
         if job is None or not claimed:
             return job.status if job else "missing"
-        filename, actor_id = job.filename, job.actor_id
-    folder = job_folder(settings, job_id)
+        filename, sha, actor_id = job.filename, job.sha256, job.actor_id
     try:
+        upload = _fetch_upload(settings, job_id, filename, sha)
         with session_scope(url) as db:
             actor = db.get(User, actor_id) if actor_id else None
-            version = problems.import_upload(db, settings, folder / filename, actor)
+            version = problems.import_upload(db, settings, upload, actor)
             version_id, detail = (
                 version.id,
                 (
@@ -147,6 +150,19 @@ def run_job(settings: Settings, job_id: int) -> str:
         status, version_id, detail = "failed", None, f"internal error: {type(exc).__name__}"
     finish(settings, job_id, status, detail, version_id)
     return status
+
+
+def _fetch_upload(settings: Settings, job_id: int, filename: str, sha: str) -> Path:
+    """The uploaded package in the job's folder of this host (with its name: the suffix
+    tells the archive's kind); a job queued before the blob store has it there already."""
+    path = job_folder(settings, job_id) / filename
+    if not path.is_file():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            shutil.copyfile(blob_store(settings).local_path(sha), path)
+        except (BlobMissing, BlobCorrupt) as exc:
+            raise ServiceError(f"the uploaded package is unreadable: {exc}") from None
+    return path
 
 
 def resend_lost(settings: Settings) -> list[int]:

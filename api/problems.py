@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import shutil
 import tempfile
 from pathlib import Path
 
@@ -11,6 +10,8 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from api.audit import record
+from api.blobs import blob_store
+from api.blobs.packages import package_root, put_package
 from api.db.models import Case, Problem, ProblemVersion, User
 from api.errors import NotFound, ServiceError
 from api.settings import Settings
@@ -35,7 +36,8 @@ def import_package(
     """Validate the package at `source` and store it as the problem's newest version.
 
     Older versions and every result judged on them stay as they were. Importing
-    bytes identical to the current version is a no-op that returns it.
+    bytes identical to the current version returns it (storing its package in the
+    blob store if it was imported before there was one).
     """
     package = _load(source)
     digest = package_digest(package.root)
@@ -46,6 +48,8 @@ def import_package(
         db.flush()
     current = db.get(ProblemVersion, problem.current_version_id or -1)
     if current is not None and current.sha256 == digest:
+        if current.package_blob is None:  # imported before the blob store: into it now
+            current.package_blob = put_package(blob_store(settings), package.root)
         return current
     number = (
         db.scalar(
@@ -53,12 +57,9 @@ def import_package(
         )
         or 0
     ) + 1
-    # <slug>/v<N>/<slug>: a package folder must carry the problem's slug as its name.
-    stored = settings.packages / package.slug / f"v{number}" / package.slug
-    if stored.exists():
-        shutil.rmtree(stored)  # a leftover of an import that failed before its commit
-    shutil.copytree(package.root, stored)
-    version = _version_row(db, problem, number, _load(stored), digest)
+    # In the blob store, which every host reads (workers judge from it).
+    blob = put_package(blob_store(settings), package.root)
+    version = _version_row(db, problem, number, package, digest, blob)
     problem.current_version_id = version.id
     record(db, actor, "import_problem", package.slug, {"version": number, "sha256": digest})
     return version
@@ -101,7 +102,7 @@ def _load(root: Path) -> Package:
 
 
 def _version_row(
-    db: Session, problem: Problem, number: int, package: Package, digest: str
+    db: Session, problem: Problem, number: int, package: Package, digest: str, blob: str
 ) -> ProblemVersion:
     version = ProblemVersion(
         problem_id=problem.id,
@@ -109,7 +110,8 @@ def _version_row(
         name=package.name,
         type=package.type,
         statement=package.statement,
-        package_path=str(package.root),
+        package_path="",
+        package_blob=blob,
         time_limit_s=package.limits.time_limit_s,
         sha256=digest,
     )
@@ -145,12 +147,17 @@ def all_current(db: Session) -> list[ProblemVersion]:
     return [v for v in (db.get(ProblemVersion, i) for i in ids if i) if v is not None]
 
 
-def public_case_path(db: Session, slug: str, case_name: str) -> Path:
+def package_of(settings: Settings, version: ProblemVersion) -> Package:
+    """The version's package, read from this host's copy (api.blobs)."""
+    return load_problem(package_root(settings, version.package_blob, version.package_path))
+
+
+def public_case_path(db: Session, settings: Settings, slug: str, case_name: str) -> Path:
     version = current_version(db, slug)
     case = next((c for c in version.cases if c.name == case_name), None)
     if case is None or case.split != "public":
         raise NotFound(f"no public case '{case_name}' in '{slug}'")
-    package = load_problem(Path(version.package_path))
+    package = package_of(settings, version)
     spec = next(s for s in package.cases if s.name == case_name)
     return spec.path
 

@@ -44,8 +44,8 @@ def get_statement(slug: str, db: DB) -> str:
 
 
 @router.get("/problems/{slug}/cases/{case}")
-def download_case(slug: str, case: str, db: DB) -> FileResponse:
-    path = problems.public_case_path(db, slug, case)
+def download_case(slug: str, case: str, db: DB, settings: Config) -> FileResponse:
+    path = problems.public_case_path(db, settings, slug, case)
     return FileResponse(path, filename=path.name, media_type="text/csv")
 
 

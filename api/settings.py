@@ -95,6 +95,12 @@ class Settings:
     )
     # The broadcaster's one poll of the watched submissions (embedded broker, or Redis down).
     event_poll_s: float = field(default_factory=lambda: _float("EVENT_POLL_S", 0.25))
+    # Where uploads, plans and problem packages live (api.blobs): "local" (a folder of
+    # the data dir: one host) or "database" (shared by every host); "" = database on
+    # PostgreSQL, else local. Each host caches what it reads from the database in
+    # data_dir/cache, at most BLOB_CACHE_MB (least recently used goes first).
+    blob_store: str = field(default_factory=lambda: _env("BLOB_STORE", ""))
+    blob_cache_mb: int = field(default_factory=lambda: _int("BLOB_CACHE_MB", 2048))
 
     def __post_init__(self) -> None:
         data = self.data_dir
@@ -104,6 +110,15 @@ class Settings:
             )
         if not self.broker_url:
             object.__setattr__(self, "broker_url", _env("BROKER_URL", "filesystem://"))
+        if not self.blob_store:
+            shared = self.database_url.startswith("postgresql")
+            object.__setattr__(self, "blob_store", "database" if shared else "local")
+        if self.blob_store not in ("local", "database"):
+            raise ValueError(f"MEMORACE_BLOB_STORE is local or database, not {self.blob_store!r}")
+        if self.blob_store == "database" and self.database_url.startswith("sqlite"):
+            # One writer at a time: a blob written beside a request's open write would
+            # wait for it. SQLite serves one host anyway.
+            raise ValueError("MEMORACE_BLOB_STORE=database needs PostgreSQL; use local")
 
     def replay_for(self, slug: str) -> str | None:
         """The replay backend for problem `slug`, or None when its plans are not replayed."""
@@ -123,6 +138,14 @@ class Settings:
         return self.data_dir / "problems"
 
     @property
+    def blobs(self) -> Path:
+        return self.data_dir / "blobs"
+
+    @property
+    def cache(self) -> Path:
+        return self.data_dir / "cache"
+
+    @property
     def queue_dir(self) -> Path:
         return self.data_dir / "queue"
 
@@ -136,7 +159,8 @@ class Settings:
         to read, whatever a file's own mode (scripts/serve also runs under umask 077)."""
         self.data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
         self.data_dir.chmod(0o700)  # also an older, world-readable one
-        for path in (self.artifacts, self.plans, self.packages, self.queue_dir, self.imports):
+        folders = (self.artifacts, self.plans, self.packages, self.queue_dir, self.imports)
+        for path in (*folders, self.blobs, self.cache):
             path.mkdir(mode=0o700, parents=True, exist_ok=True)
         ensure_scratch()
 

@@ -6,7 +6,6 @@ import hashlib
 import logging
 import os
 import re
-import tempfile
 from datetime import timedelta
 from itertools import takewhile
 from pathlib import Path
@@ -17,6 +16,7 @@ from sqlalchemy.orm import Session, aliased, joinedload, selectinload
 from sqlalchemy.orm.attributes import set_committed_value
 
 from api import queue
+from api.blobs import blob_store
 from api.db.models import (
     CaseResultRow,
     Contest,
@@ -46,7 +46,8 @@ def language_of(filename: str) -> str:
 
 
 def artifact_path(settings: Settings, sha256: str, filename: str) -> Path:
-    """Stored by content; the suffix tells the judge what kind of submission it is."""
+    """Where uploads were stored before the blob store (still read for older rows); the
+    suffix tells the judge what kind of submission it is."""
     return settings.artifacts / sha256[:2] / f"{sha256}{upload_suffix(filename)}"
 
 
@@ -81,7 +82,7 @@ def create_submission(
     if earlier is not None:
         return earlier, True
     _check_rate(db, settings, user)
-    _store(artifact_path(settings, sha, filename), data)
+    blob_store(settings).put_bytes(data)  # under `sha`, which every worker reads
     sub = Submission(
         team_id=user.team_id,
         user_id=user.id,
@@ -132,16 +133,6 @@ def _clean_name(filename: str) -> str:
     if not name or name.startswith("."):
         raise ServiceError("the upload needs a file name such as planner.py")
     return name
-
-
-def _store(path: Path, data: bytes) -> None:
-    if path.exists():
-        return
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, partial = tempfile.mkstemp(dir=path.parent, suffix=".partial")
-    with os.fdopen(fd, "wb") as f:
-        f.write(data)
-    os.replace(partial, path)
 
 
 def _check_rate(db: Session, settings: Settings, user: User) -> None:

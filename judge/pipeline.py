@@ -8,7 +8,6 @@ the queue worker and the tests all call `judge_planner`.
 from __future__ import annotations
 
 import hashlib
-import os
 import shutil
 import tempfile
 from collections.abc import Callable
@@ -25,6 +24,8 @@ from judge.verdict import Verdict
 from judge.verifier import check_plan
 
 OnResult = Callable[[CaseResult], None]
+# Keeps a plan file under its sha256 (the worker's blob store).
+KeepPlan = Callable[[Path, str], object]
 BUILD_TIMEOUT_S = 120.0
 
 
@@ -55,11 +56,11 @@ def judge_planner(
     time_limit_s: float | None = None,
     sandbox: str | Sandbox = "local",
     gpu_slot: int | None = None,
-    plan_store: Path | None = None,
+    keep_plan: KeepPlan | None = None,
     replay_backend: str | None = None,
 ) -> JudgeReport:
-    """Judge `source` on the cases of `split`; `plan_store`, when given, keeps every
-    plan under its sha256 (what a rescore re-verifies without running anything)."""
+    """Judge `source` on the cases of `split`; `keep_plan`, when given, is handed every
+    plan file and its sha256, to keep (what a rescore re-verifies without running)."""
     box = get_sandbox(sandbox) if isinstance(sandbox, str) else sandbox
     report = JudgeReport(problem.slug, Path(source).name, box.name)
     cases = load_cases(problem, split)
@@ -74,7 +75,7 @@ def judge_planner(
             if built is not None and (built.exit_code != 0 or built.timed_out):
                 return _all_failed(report, cases, built.log or "the build failed", on_result)
             for lc in cases:
-                result = judge_case(problem, lc, session, limit, plan_store, replay_backend)
+                result = judge_case(problem, lc, session, limit, keep_plan, replay_backend)
                 report.results.append(result)
                 if on_result:
                     on_result(result)
@@ -86,7 +87,7 @@ def judge_case(
     lc: LoadedCase,
     session: Session,
     time_limit_s: float,
-    plan_store: Path | None = None,
+    keep_plan: KeepPlan | None = None,
     replay_backend: str | None = None,
 ) -> CaseResult:
     ptype = problem.ptype
@@ -100,8 +101,8 @@ def judge_case(
     plan_path = session.out_dir / ptype.plan_file
     verification, score = check_plan(ptype, lc.case, lc.lower_bound, plan_path, replay_backend)
     digest = _digest(plan_path)
-    if plan_store is not None and digest is not None:
-        keep_plan(plan_path, plan_store, digest)
+    if keep_plan is not None and digest is not None:
+        keep_plan(plan_path, digest)
     return CaseResult(
         case=lc.spec.name,
         split=lc.spec.split,
@@ -176,19 +177,3 @@ def _digest(path: Path) -> str | None:
         for chunk in iter(lambda: fh.read(1 << 20), b""):
             h.update(chunk)
     return h.hexdigest()
-
-
-def stored_plan(plan_store: Path, digest: str) -> Path:
-    return plan_store / digest[:2] / digest
-
-
-def keep_plan(plan_path: Path, plan_store: Path, digest: str) -> None:
-    """Content-addressed: the same plan from any judging is stored once."""
-    target = stored_plan(plan_store, digest)
-    if target.exists():
-        return
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, partial = tempfile.mkstemp(dir=target.parent, suffix=".partial")
-    os.close(fd)
-    shutil.copyfile(plan_path, partial)
-    os.replace(partial, target)  # atomic: a reader never sees half a plan

@@ -139,12 +139,15 @@ class Service:
         )  # fmt: skip
         wait_for(self._healthy, 60, "the API's /healthz")
 
-    def start_worker(self, name: str = "w1", beat: bool = True) -> subprocess.Popen[bytes]:
+    def start_worker(
+        self, name: str = "w1", beat: bool = True, env: dict[str, str] | None = None
+    ) -> subprocess.Popen[bytes]:
+        """`env`: added to the service's (e.g. another host's data folder and scratch)."""
         cmd = [str(VENV_BIN / "celery"), "-A", "worker.celery_app", "worker", "-c", "1",
                "-n", f"{name}@%h", "--loglevel", "INFO"]  # fmt: skip
         if beat:
             cmd += ["-B", "--schedule", str(self.data_dir / f"beat-{name}")]
-        proc = self._spawn(name, cmd)
+        proc = self._spawn(name, cmd, env)
         log = self.data_dir / f"{name}.log"
         wait_for(lambda: b" ready." in log.read_bytes(), 60, f"worker {name} to be ready")
         return proc
@@ -170,12 +173,14 @@ class Service:
     def log(self, name: str) -> str:
         return (self.data_dir / f"{name}.log").read_text(errors="replace")
 
-    def _spawn(self, name: str, cmd: list[str]) -> subprocess.Popen[bytes]:
+    def _spawn(
+        self, name: str, cmd: list[str], env: dict[str, str] | None = None
+    ) -> subprocess.Popen[bytes]:
         log = (self.data_dir / f"{name}.log").open("ab")
         proc = subprocess.Popen(
             cmd,
             cwd=ROOT,
-            env=self.env,
+            env=self.env | (env or {}),
             stdout=log,
             stderr=subprocess.STDOUT,
             start_new_session=True,

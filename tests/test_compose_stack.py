@@ -22,6 +22,7 @@ import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -139,15 +140,20 @@ def test_readme_compose_walkthrough_two_workers(stack_env: dict[str, str]) -> No
     assert (data / "scratch").is_dir()
 
 
-def compose_config(*files: Path) -> dict:
+def compose_config(*files: Path, extra_env: dict[str, str] | None = None, ok: bool = True) -> Any:
+    """The services `docker-compose config` makes of `files`; with `ok=False`, a
+    refusal's message."""
     compose = require_compose()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("MEMORACE_", "COMPOSE_"))}
-    env |= {"MEMORACE_SECRET_KEY": "x", "DOCKER_GID": "999"}
+    env |= {"MEMORACE_SECRET_KEY": "x", "DOCKER_GID": "999", **(extra_env or {})}
     args = [a for f in files for a in ("-f", str(f))]
     out = subprocess.run(
         [compose, *args, "config"], cwd=ROOT, env=env, capture_output=True, text=True,
         timeout=60, check=False,
     )  # fmt: skip
+    if not ok:
+        assert out.returncode != 0, out.stdout
+        return out.stderr
     assert out.returncode == 0, out.stderr
     return yaml.safe_load(out.stdout)["services"]
 
@@ -179,3 +185,41 @@ def test_base_file_is_cpu_only_and_gpu_override_gives_each_worker_its_gpu(
                 svc["image"] == "memorace/service:gpu" and svc["build"]["args"]["EXTRAS"] == "gpu"
             )
         assert services["worker"].get("profiles") == ["cpu"]  # the CPU-only worker is left out
+
+
+def test_worker_host_file_runs_workers_only_on_the_shared_database(tmp_path: Path) -> None:
+    """docker-compose.worker.yml (README, "Deployment"): no api, beat, PostgreSQL or
+    Redis; workers on the database blob store, pointed at the API host by settings;
+    the GPU override made with --worker-host fits it."""
+    shared = {"MEMORACE_DATABASE_URL": "postgresql+psycopg://m:p@10.0.0.1/m",
+              "MEMORACE_BROKER_URL": "redis://:p@10.0.0.1:6379/0"}  # fmt: skip
+    worker_file = ROOT / "docker-compose.worker.yml"
+    services = compose_config(worker_file, extra_env=shared)
+    assert sorted(services) == ["datadir", "worker"]
+    env = services["worker"]["environment"]
+    assert env["MEMORACE_BLOB_STORE"] == "database" and env["MEMORACE_BROKER_URL"].endswith(
+        "10.0.0.1:6379/0"
+    )
+    gpus = tmp_path / "docker-compose.gpus.yml"
+    generate = [str(ROOT / "scripts/compose-gpu-workers"), "--worker-host", "3"]
+    gpus.write_text(subprocess.run(generate, capture_output=True, text=True, check=True).stdout)
+    services = compose_config(worker_file, gpus, extra_env=shared)
+    assert sorted(services) == ["datadir", "worker", "worker-gpu0", "worker-gpu1", "worker-gpu2"]
+    assert services["worker-gpu2"]["environment"]["MEMORACE_DATABASE_URL"].endswith("10.0.0.1/m")
+    missing = compose_config(worker_file, extra_env={}, ok=False)
+    assert "set MEMORACE_DATABASE_URL" in missing or "set MEMORACE_BROKER_URL" in missing
+
+
+def test_shared_override_publishes_postgres_and_redis_with_passwords() -> None:
+    settings = {"MEMORACE_SHARED_ADDR": "10.0.0.1", "MEMORACE_POSTGRES_PASSWORD": "pg-secret",
+                "MEMORACE_REDIS_PASSWORD": "redis-secret"}  # fmt: skip
+    services = compose_config(
+        ROOT / "docker-compose.yml", ROOT / "docker-compose.shared.yml", extra_env=settings
+    )
+    for name, port in (("postgres", 5432), ("redis", 6379)):
+        (published,) = services[name]["ports"]
+        if isinstance(published, dict):  # compose v2; 1.29 writes the short form
+            published = f"{published['host_ip']}:{published['published']}:{published['target']}"
+        assert published.removesuffix("/tcp") == f"10.0.0.1:{port}:{port}"
+    assert services["postgres"]["environment"]["POSTGRES_PASSWORD"] == "pg-secret"
+    assert "--requirepass" in " ".join(services["redis"]["command"])

@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import subprocess
@@ -113,7 +114,7 @@ def test_ensure_dirs_makes_tmpdir_and_undoes_a_cached_fallback(tmp_path, monkeyp
     Settings(data_dir=tmp_path / "data").ensure_dirs()
     assert tempfile.gettempdir() == str(scratch)
     assert scratch.stat().st_mode & 0o777 == 0o711
-    for name in ("artifacts", "plans", "problems", "queue", "imports"):
+    for name in ("artifacts", "plans", "problems", "queue", "imports", "blobs", "cache"):
         assert (tmp_path / "data" / name).stat().st_mode & 0o777 == 0o700
 
 
@@ -161,8 +162,8 @@ def test_missing_artifact_is_a_judge_error_and_resubmitting_judges_again(tmp_pat
         token = service.add_team("red", "alice")
         planner = ROOT / "reference_solutions" / "naive.py"
         first = service.submit(token, "tiny", planner)
-        for artifact in (service.data_dir / "artifacts").rglob("*.py"):
-            artifact.unlink()
+        sha = hashlib.sha256(planner.read_bytes()).hexdigest()
+        (service.data_dir / "blobs" / sha[:2] / sha).unlink()
         service.start_worker()
         failed = service.wait_done(token, first["id"], timeout=180)
         assert failed["status"] == "error", failed

@@ -300,10 +300,11 @@ def test_the_data_folder_is_owner_only(stack):
     service, _ = stack
     data = service.data_dir
     assert stat.S_IMODE(data.stat().st_mode) == 0o700
-    for sub in ("artifacts", "plans", "problems", "queue", "imports"):
+    for sub in ("artifacts", "plans", "problems", "queue", "imports", "blobs", "cache"):
         assert stat.S_IMODE((data / sub).stat().st_mode) == 0o700, sub
     # Files too, where the service makes them (folders below are behind the 0700 ones).
-    files = [*data.glob("db.sqlite*"), data / "secret_key", *(data / "artifacts").rglob("*")]
+    files = [*data.glob("db.sqlite*"), data / "secret_key", *(data / "blobs").rglob("*"),
+             *(data / "cache").rglob("*")]  # fmt: skip
     files = [p for p in files if p.is_file()]
     assert files
     for path in files:

@@ -9,7 +9,10 @@ and the unique (judging, case) key means no case is ever stored twice.
 from __future__ import annotations
 
 import logging
+import shutil
+import tempfile
 import threading
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -18,14 +21,18 @@ from sqlalchemy import delete, func, select, update
 from sqlalchemy.orm import Session
 
 from api import news, queue
+from api.blobs import BlobCorrupt, BlobMissing, blob_store, plan_file
+from api.blobs.packages import package_root
 from api.db.models import Case, CaseResultRow, Judging, ProblemVersion, Submission, aware, utcnow
 from api.db.session import session_scope
+from api.problems import package_of
 from api.settings import Settings
 from api.submissions import artifact_path
 from judge.package import load_cases, load_problem
-from judge.pipeline import BUILD_TIMEOUT_S, judge_planner, stored_plan
+from judge.pipeline import BUILD_TIMEOUT_S, judge_planner
 from judge.sandbox import default_sandbox_name
 from judge.scoring import CaseResult, problem_score, totals
+from judge.submission import upload_suffix
 from judge.verdict import Verdict
 from judge.verifier import check_plan
 
@@ -51,42 +58,62 @@ def run_judging(settings: Settings, judging_id: int, worker: str, gpu_slot: int 
     claimed = _claim(settings, judging_id, worker)
     if isinstance(claimed, str):
         return claimed
-    attempt, version_path, artifact, weights = claimed
-    beat = _Heartbeat(url, judging_id, attempt)
+    beat = _Heartbeat(url, judging_id, claimed.attempt)
     beat.start()
     try:
-        problem = load_problem(Path(version_path))
-        if not artifact.is_file():  # e.g. a worker host that does not share the data folder
-            raise JudgeFault(
-                f"the submission's file {artifact.name} is missing from this worker's data "
-                f"folder ({settings.artifacts}); the API and every worker must share "
-                "MEMORACE_DATA_DIR"
-            )
-        _check_visibility(problem.limits.time_limit_s * len(weights) + BUILD_TIMEOUT_S)
-        box = settings.sandbox or default_sandbox_name()
-        with session_scope(url) as db:
-            db.get(Judging, judging_id).sandbox = box  # type: ignore[union-attr]
-        report = judge_planner(
-            problem,
-            artifact,
-            split="all",
-            on_result=lambda r: _store(url, judging_id, attempt, r, weights),
-            sandbox=box,
-            gpu_slot=gpu_slot,
-            plan_store=settings.plans,
-            replay_backend=settings.replay_for(problem.slug),
-        )
-        _finish(url, judging_id, attempt, report.build_error)
-        log.info(
-            "judging final",
-            extra={"judging": judging_id, "attempt": attempt, "cases": len(report.results),
-                   **{k: v for k, v in report.as_dict().items() if k.endswith("score")}},
-        )  # fmt: skip
-        return "final"
+        with tempfile.TemporaryDirectory(prefix="memorace-source-") as tmp:
+            return _judge(settings, judging_id, claimed, gpu_slot, Path(tmp))
     except Superseded:
         return "superseded"
     finally:
         beat.stop()
+
+
+def _judge(
+    settings: Settings, judging_id: int, claimed: Claim, gpu_slot: int | None, tmp: Path
+) -> str:
+    url, attempt, weights = settings.database_url, claimed.attempt, claimed.weights
+    problem = load_problem(package_root(settings, claimed.package_blob, claimed.package_path))
+    artifact = submission_file(settings, claimed.sha256, claimed.filename, tmp)
+    _check_visibility(problem.limits.time_limit_s * len(weights) + BUILD_TIMEOUT_S)
+    box = settings.sandbox or default_sandbox_name()
+    with session_scope(url) as db:
+        db.get(Judging, judging_id).sandbox = box  # type: ignore[union-attr]
+    store = blob_store(settings)
+    report = judge_planner(
+        problem,
+        artifact,
+        split="all",
+        on_result=lambda r: _store(url, judging_id, attempt, r, weights),
+        sandbox=box,
+        gpu_slot=gpu_slot,
+        keep_plan=lambda plan, _digest: store.put_file(plan),
+        replay_backend=settings.replay_for(problem.slug),
+    )
+    _finish(url, judging_id, attempt, report.build_error)
+    log.info(
+        "judging final",
+        extra={"judging": judging_id, "attempt": attempt, "cases": len(report.results),
+               **{k: v for k, v in report.as_dict().items() if k.endswith("score")}},
+    )  # fmt: skip
+    return "final"
+
+
+def submission_file(settings: Settings, sha256: str, filename: str, folder: Path) -> Path:
+    """The submission's bytes in `folder`, named with the upload's suffix (it tells the
+    judge the kind of submission): from the blob store, or where older uploads lie."""
+    try:
+        source = blob_store(settings).local_path(sha256)
+    except (BlobMissing, BlobCorrupt) as exc:
+        source = artifact_path(settings, sha256, filename)
+        if not source.is_file():
+            raise JudgeFault(
+                f"the submission's file is unreadable ({exc}); with MEMORACE_BLOB_STORE=local "
+                "the API and every worker must share MEMORACE_DATA_DIR"
+            ) from None
+    target = folder / f"{sha256}{upload_suffix(filename)}"
+    shutil.copyfile(source, target)
+    return target
 
 
 def _check_visibility(longest_s: float) -> None:
@@ -102,9 +129,17 @@ def _check_visibility(longest_s: float) -> None:
         )
 
 
-def _claim(
-    settings: Settings, judging_id: int, worker: str
-) -> str | tuple[int, str, Path, dict[str, float]]:
+@dataclass(frozen=True)
+class Claim:
+    attempt: int
+    package_blob: str | None
+    package_path: str
+    sha256: str
+    filename: str
+    weights: dict[str, float]
+
+
+def _claim(settings: Settings, judging_id: int, worker: str) -> str | Claim:
     """Take the judging for this attempt, or say why not (a no-op redelivery)."""
     with session_scope(settings.database_url) as db:
         j = db.get(Judging, judging_id, with_for_update=True)
@@ -127,12 +162,10 @@ def _claim(
         sub.status_detail = f"judging on {worker}: 0 of {len(version.cases)} cases"
         news.after_commit(db, sub.id, queue=True)  # live events: it left the queue
         weights = {c.name: c.weight for c in version.cases}
-        return (
-            j.attempt,
-            version.package_path,
-            artifact_path(settings, sub.sha256, sub.filename),
+        return Claim(
+            j.attempt, version.package_blob, version.package_path, sub.sha256, sub.filename,
             weights,
-        )
+        )  # fmt: skip
 
 
 def _fresh(j: Judging, settings: Settings) -> bool:
@@ -281,7 +314,7 @@ def rescore_version(settings: Settings, version_id: int) -> int:
         version = db.get(ProblemVersion, version_id)
         if version is None:
             return 0
-        package = load_problem(Path(version.package_path))
+        package = package_of(settings, version)
         cases = {lc.spec.name: lc for lc in load_cases(package)}
         db_cases = {c.name: c for c in version.cases}
         subs = db.scalars(
@@ -320,9 +353,9 @@ def _rescored(
         memory_mb=row.memory_mb, plan_digest=row.plan_digest, log=row.log,
         makespan_us=row.makespan_us,
     )  # fmt: skip
-    plan = stored_plan(settings.plans, row.plan_digest) if row.plan_digest else None
+    plan = plan_file(settings, row.plan_digest)
     lc = cases.get(row.case)
-    if plan is not None and plan.is_file() and lc is not None and spec is not None:
+    if plan is not None and lc is not None and spec is not None:
         verification, score = check_plan(ptype, lc.case, spec.lower_bound, plan)
         copy.verdict, copy.message = str(verification.verdict), verification.message
         copy.peak, copy.score, copy.lower_bound = verification.peak, score, spec.lower_bound

@@ -13,6 +13,7 @@ from sqlalchemy import (
     Float,
     ForeignKey,
     Integer,
+    LargeBinary,
     MetaData,
     String,
     Text,
@@ -121,7 +122,9 @@ class ProblemVersion(Base):
     name: Mapped[str] = mapped_column(String(200))
     type: Mapped[str] = mapped_column(String(32))
     statement: Mapped[str] = mapped_column(Text)
-    package_path: Mapped[str] = mapped_column(String(500))
+    package_path: Mapped[str] = mapped_column(String(500))  # "" when only the blob holds it
+    # The package as a deterministic tar in the blob store (api.blobs); older rows: NULL.
+    package_blob: Mapped[str | None] = mapped_column(String(64))
     time_limit_s: Mapped[float] = mapped_column(Float)
     sha256: Mapped[str] = mapped_column(String(64))
     created_at: Mapped[datetime] = mapped_column(Stamp, default=utcnow)
@@ -283,3 +286,20 @@ class BoardState(Base):
     __tablename__ = "board_state"
     id: Mapped[int] = mapped_column(primary_key=True)
     version: Mapped[int] = mapped_column(BigInteger, default=0)
+
+
+class Blob(Base):
+    """A content-addressed file of the database blob store (api.blobs.database); its
+    bytes are the `blob_chunks` rows in order. Written in one transaction with them."""
+
+    __tablename__ = "blobs"
+    sha256: Mapped[str] = mapped_column(String(64), primary_key=True)
+    size: Mapped[int] = mapped_column(BigInteger)
+    created_at: Mapped[datetime] = mapped_column(Stamp, default=utcnow)
+
+
+class BlobChunk(Base):
+    __tablename__ = "blob_chunks"
+    sha256: Mapped[str] = mapped_column(String(64), primary_key=True)
+    seq: Mapped[int] = mapped_column(Integer, primary_key=True)
+    data: Mapped[bytes] = mapped_column(LargeBinary)

@@ -4,7 +4,6 @@ submitting, submissions with live progress and plan pictures."""
 from __future__ import annotations
 
 import math
-from pathlib import Path
 from typing import Annotated, Any
 
 from fastapi import Form, Request
@@ -15,6 +14,7 @@ from sqlalchemy.orm import Session
 
 from api import problems, submissions
 from api.auth import end_session
+from api.blobs import plan_file
 from api.db.models import Contest, Submission, User
 from api.deps import DB, SESSION_KEY, Config, Contestant, Viewer, session_viewer
 from api.errors import NotFound, ServiceError
@@ -39,8 +39,6 @@ from api.settings import Settings
 from api.uploads import Upload, read_upload
 from api.workers import alive_count
 from judge.errors import InputError
-from judge.package import load_problem
-from judge.pipeline import stored_plan
 from judge.types import get_type
 
 
@@ -277,11 +275,11 @@ def _picture(
 
 def _draw(settings: Settings, sub: Submission, row: dict[str, Any]) -> dict[str, Any]:
     """Whatever picture the problem's type draws (each type owns its own)."""
-    path = stored_plan(settings.plans, row["plan_digest"])
-    if not path.is_file():
+    path = plan_file(settings, row["plan_digest"])
+    if path is None:
         return {"note": "the stored plan file is missing on the server"}
     try:
-        package = load_problem(Path(sub.version.package_path))
+        package = problems.package_of(settings, sub.version)
         spec = next(s for s in package.cases if s.name == row["case"])
         ptype = package.ptype
         case = ptype.parse_case(spec.path, spec.capacity)
