@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
 READ_TIMEOUT_S = 60.0  # the server sends a keep-alive every 15 s
+OPEN_TIMEOUT_S = 120.0  # a connection and the response's headers
 
 
 @dataclass
@@ -38,7 +39,9 @@ async def follow(base_url: str, stream: Stream, opening: asyncio.Semaphore) -> N
     writer: asyncio.StreamWriter | None = None
     try:
         async with opening:
-            reader, writer, chunked = await _open(base_url, stream)
+            reader, writer, chunked = await asyncio.wait_for(
+                _open(base_url, stream), OPEN_TIMEOUT_S
+            )
         stream.opened = time.time()
         if not stream.reads:
             await asyncio.Event().wait()  # until cancelled: never reads a byte

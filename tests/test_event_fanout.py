@@ -5,6 +5,10 @@ measures it (benchmarks/sse_fanout.py) still runs.
   1024 (here 256) stalled its accept loop once the streams used the files up, so every
   request waited, not only streams. It now raises its soft limit toward the hard one,
   and caps its streams below what the limit allows (429 past it, never a stall).
+- Stream requests bypassed the API's bound on requests in flight (api.inflight): a
+  burst of them (every browser reconnecting at once) took more pooled connections
+  than there are, and requests timed out on the pool after 30 s. A stream now counts
+  until its response starts.
 - A client that never reads keeps only the newest view of its submission, however
   many changes it misses.
 """
@@ -33,6 +37,7 @@ from tests.test_event_streams import queued_submission
 
 BENCH = ROOT / "benchmarks" / "sse_fanout.py"
 LOW_LIMIT, STREAMS = 256, 300  # more streams than the API's inherited soft limit
+STORM = 400
 
 
 @contextmanager
@@ -46,12 +51,12 @@ def soft_open_files(limit: int) -> Iterator[None]:
         resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
 
 
-def hold(url: str, streams: list[Stream]) -> None:
-    """Open every stream (never reading past the headers), answer /healthz while they
-    are all open, then hang up."""
+def hold(url: str, streams: list[Stream], at_once: int = 20) -> None:
+    """Open every stream, `at_once` at a time (never reading past the headers), answer
+    /healthz while they are all open, then hang up."""
 
     async def main() -> None:
-        opening = asyncio.Semaphore(20)
+        opening = asyncio.Semaphore(at_once)
         tasks = [asyncio.create_task(follow(url, s, opening)) for s in streams]
         while any(not (s.opened or s.error) for s in streams):
             await asyncio.sleep(0.2)
@@ -75,6 +80,22 @@ def test_streams_past_a_low_open_files_limit(tmp_path) -> None:
         errors = sorted({s.error for s in streams if s.error})
         assert not errors, errors
         assert all(s.opened for s in streams)
+    finally:
+        svc.stop()
+
+
+def test_a_reconnect_storm_opens_every_stream(tmp_path) -> None:
+    """Every browser reconnects at once (an API restart): 400 stream requests at once
+    into one API process, more than its connection pool (80) and threads (40)."""
+    env = {"MEMORACE_EVENT_STREAMS_PER_USER": str(STORM)}
+    svc = start_service(tmp_path, [small_package(tmp_path)], extra_env=env)
+    try:
+        token, sub_id = queued_submission(svc, "storm")
+        streams = [Stream(sub_id, token, reads=False) for _ in range(STORM)]
+        hold(svc.url, streams, at_once=STORM)
+        errors = sorted({s.error for s in streams if s.error})
+        assert not errors, errors
+        assert "QueuePool limit" not in svc.log("api")
     finally:
         svc.stop()
 
