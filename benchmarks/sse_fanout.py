@@ -25,8 +25,10 @@ import argparse
 import asyncio
 import json
 import multiprocessing
+import os
 import resource
 import shutil
+import signal
 import statistics
 import sys
 import tempfile
@@ -66,6 +68,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--stuck", type=float, default=0.01, help="share of streams that never read")
     p.add_argument("--opening", type=int, default=20, help="streams being opened at once")
     p.add_argument("--leaderboard-rps", type=float, default=20.0)
+    p.add_argument("--pool", type=int, help="the API's connection pool (size and overflow)")
     p.add_argument("--delay-s", type=float, default=1.0, help="target: every event within")
     p.add_argument("--p99-ms", type=float, default=250.0, help="target: leaderboard p99")
     p.add_argument("--timeout", type=float, default=600.0, help="seconds for all judgings")
@@ -76,11 +79,16 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    # Stopped (timeout, Ctrl-C from a parent): the service, its database and Redis go too.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     print(raise_fd_limit(args.streams * 2 + 1024), flush=True)
     tmp = Path(tempfile.mkdtemp(prefix=f"memorace-sse-{args.backend}-"))
     try:
         with backend_urls(args.backend) as (db_url, broker_url):
             env = {"MEMORACE_API_PROCESSES": str(args.processes)}
+            if args.pool:  # a PostgreSQL shared with other work has few connections
+                env |= {"MEMORACE_DB_POOL_SIZE": str(args.pool),
+                        "MEMORACE_DB_MAX_OVERFLOW": str(args.pool)}  # fmt: skip
             service = start_service(tmp, [small_package(tmp)], db_url, broker_url, "local", env)
             try:
                 result = measure(service, db_url or f"sqlite:///{service.data_dir}/db.sqlite", args)
@@ -199,7 +207,7 @@ class Poller:
     def __init__(self, url: str, token: str, rps: float):
         ctx = multiprocessing.get_context("spawn")
         self.halt, self.out = ctx.Event(), ctx.Queue()
-        args = (f"{url}/api/v1/leaderboard/{PROBLEM}", token, rps, self.halt, self.out)
+        args = (f"{url}/api/v1/leaderboard/{PROBLEM}", token, rps, self.halt, self.out, os.getpid())
         self.proc = ctx.Process(target=poll, args=args, daemon=True)
         self.proc.start()
 
@@ -212,12 +220,12 @@ class Poller:
                 "p99_ms": pct(ms, 99), "max_ms": ms[-1] if ms else 0.0}  # fmt: skip
 
 
-def poll(url: str, token: str, rps: float, halt: Any, out: Any) -> None:
+def poll(url: str, token: str, rps: float, halt: Any, out: Any, parent: int) -> None:
     times: list[float] = []
     errors: list[str] = []
     with httpx.Client(headers={"Authorization": f"Bearer {token}"}, timeout=30) as client:
         start = time.monotonic()
-        while not halt.is_set():
+        while not halt.is_set() and os.getppid() == parent:  # ends with a killed parent too
             began = time.perf_counter()
             try:
                 status = client.get(url).status_code
@@ -230,16 +238,21 @@ def poll(url: str, token: str, rps: float, halt: Any, out: Any) -> None:
     out.put((times, errors[:20] + ([f"... {len(errors)} in all"] if len(errors) > 20 else [])))
 
 
-def commit_stamps(db_url: str, sub_ids: Any) -> dict[int, dict[str, float]]:
+Stamps = dict[int, dict[str, float]]
+
+
+def commit_stamps(db_url: str, sub_ids: Any) -> tuple[Stamps, set[tuple[int, str]]]:
     """Submission -> case -> when a contestant's stream may first show it: the case's
-    commit while it is live, else the judging's end (hidden, or judged after hidden)."""
+    commit while it is live, else the judging's end (hidden, or judged after hidden);
+    and the (submission, case) pairs shown at the end."""
     from sqlalchemy import create_engine, select
     from sqlalchemy.orm import Session
 
     from api.db.models import Judging
 
     engine = create_engine(db_url)
-    stamps: dict[int, dict[str, float]] = {}
+    stamps: Stamps = {}
+    at_end: set[tuple[int, str]] = set()
     try:
         with Session(engine) as db:
             for sub_id in sub_ids:
@@ -252,9 +265,10 @@ def commit_stamps(db_url: str, sub_ids: Any) -> dict[int, dict[str, float]]:
                 stamps[sub_id] = {
                     r.case: _epoch(r.created_at) if r.id in live else end for r in rows
                 }
+                at_end |= {(sub_id, r.case) for r in rows if r.id not in live}
     finally:
         engine.dispose()
-    return stamps
+    return stamps, at_end
 
 
 def _epoch(stamp: datetime) -> float:
@@ -262,15 +276,17 @@ def _epoch(stamp: datetime) -> float:
 
 
 def deliveries(
-    streams: list[Stream], stamps: dict[int, dict[str, float]], target_s: float
+    streams: list[Stream], known: tuple[Stamps, set[tuple[int, str]]], target_s: float
 ) -> dict[str, Any]:
+    stamps, at_end = known
     reading = [s for s in streams if s.reads]
-    delays = sorted(
-        arrived - stamps[s.sub_id][case]
+    timed = [
+        (arrived - stamps[s.sub_id][case], (s.sub_id, case) in at_end)
         for s in reading
         for case, arrived in s.cases.items()
         if case in stamps[s.sub_id]
-    )
+    ]
+    delays = sorted(d for d, _ in timed)
     firsts = sorted(t for cases in stamps.values() for t in cases.values())
     return {
         "streams": len(streams), "stuck": len(streams) - len(reading),
@@ -284,6 +300,8 @@ def deliveries(
         "delay_p50_s": pct(delays, 50), "delay_p99_s": pct(delays, 99),
         "delay_max_s": delays[-1] if delays else 0.0,
         "late": sum(1 for d in delays if d > target_s),
+        "delay_max_live_s": max((d for d, end in timed if not end), default=0.0),
+        "delay_max_at_end_s": max((d for d, end in timed if end), default=0.0),
     }  # fmt: skip
 
 
@@ -319,9 +337,11 @@ def report(r: dict[str, Any], args: argparse.Namespace) -> str:
         f"({r['stuck']} never read); open at the first case commit: {r['open_at_first_case']}",
         f"  case events         {r['received']} received / {r['expected']} expected, "
         f"{r['duplicates']} duplicates, {r['incomplete']} streams incomplete "
-        f"(judgings took {r['judged_s']} s)",
+        f"(the worker's start and the judgings: {r['judged_s']} s)",
         f"  delivery delay      p50 {r['delay_p50_s']:.3f} s, p99 {r['delay_p99_s']:.3f} s, "
         f"max {r['delay_max_s']:.3f} s; {r['late']} over {args.delay_s:g} s",
+        f"  delay max by kind   live cases {r['delay_max_live_s']:.3f} s, "
+        f"cases shown at the judging's end {r['delay_max_at_end_s']:.3f} s",
         f"  leaderboard         {lb['requests']} requests, p50 {lb['p50_ms']:.0f} ms, "
         f"p99 {lb['p99_ms']:.0f} ms, max {lb['max_ms']:.0f} ms, {len(lb['errors'])} errors",
         f"  API RSS             before {b['rss_mb']:.0f} MiB, peak {d['rss_mb']:.0f} MiB "
