@@ -25,36 +25,43 @@ class InFlight:
     def __init__(self, app: ASGIApp, limit: int) -> None:
         self.app, self.limit = app, limit
         self._slots: asyncio.Semaphore | None = None  # made on the server's loop
+        # Streams being opened take at most half the slots: in a reconnect storm the
+        # leaderboard and the pages still get in.
+        self._opening: asyncio.Semaphore | None = None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        if self._slots is None:
+        if self._slots is None or self._opening is None:
             self._slots = asyncio.Semaphore(self.limit)
+            self._opening = asyncio.Semaphore(max(self.limit // 2, 1))
         if scope["path"].endswith("/events"):
-            await self._stream(scope, receive, send, self._slots)
+            await self._stream(scope, receive, send, [self._opening, self._slots])
             return
         async with self._slots:
             await self.app(scope, receive, send)
 
     async def _stream(
-        self, scope: Scope, receive: Receive, send: Send, slots: asyncio.Semaphore
+        self, scope: Scope, receive: Receive, send: Send, gates: list[asyncio.Semaphore]
     ) -> None:
-        """Holds a slot until the response starts (the route's session is closed by
+        """Holds its gates until the response starts (the route's session is closed by
         then: api.deps commits before the response)."""
-        await slots.acquire()
-        held = True
+        held: list[asyncio.Semaphore] = []
+
+        def let_go() -> None:
+            while held:
+                held.pop().release()
 
         async def started(message: Message) -> None:
-            nonlocal held
-            if held and message["type"] == "http.response.start":
-                held = False
-                slots.release()
+            if message["type"] == "http.response.start":
+                let_go()
             await send(message)
 
         try:
+            for gate in gates:
+                await gate.acquire()
+                held.append(gate)
             await self.app(scope, receive, started)
         finally:
-            if held:
-                slots.release()
+            let_go()
