@@ -119,7 +119,11 @@ def _note(stream: Stream, name: str, data: str, arrived: float) -> None:
     if name == "status":
         stream.statuses += 1
     elif name == "case":
-        case = json.loads(data)["case"]
+        try:
+            case = str(json.loads(data)["case"])
+        except (ValueError, TypeError, KeyError, IndexError):
+            stream.error = f"a case event without a case: {data[:200]!r}"
+            return
         if case in stream.cases:
             stream.duplicates += 1
         else:

@@ -30,7 +30,7 @@ from hypothesis import strategies as st
 
 from api.broadcast import View, Viewer
 from api.fdlimit import FD_RESERVE, plan
-from benchmarks.sse_streams import Stream, follow
+from benchmarks.sse_streams import Stream, _events, _note, follow
 from tests.conftest import ROOT
 from tests.service import small_package, start_service
 from tests.test_event_streams import queued_submission
@@ -112,6 +112,45 @@ def test_the_stream_cap_fits_the_open_files_limit(wanted: int, soft: int, hard: 
     assert new_soft == unbounded or cap <= max(new_soft - FD_RESERVE, 0)
     if soft != unbounded and new_soft != unbounded:
         assert new_soft >= soft  # never lowered
+
+
+PIECES = [
+    b"event: case",
+    b"event: status",
+    b"event: end",
+    b"data: ",
+    b'data: {"case": 1}',
+    b"data: []",
+    b"data: {}",
+    b"\n",
+    b"\n\n",
+    b"\r\n",
+    b"5\r\n",
+    b"0\r\n\r\n",
+    b"zz\r\n",
+]
+bodies = st.binary(max_size=2000) | st.lists(
+    st.sampled_from(PIECES) | st.binary(max_size=20), max_size=60
+).map(b"".join)
+
+
+@given(bodies, st.booleans())
+def test_the_benchmark_client_reads_any_body(body: bytes, chunked: bool) -> None:
+    """What the benchmark's client reads: any bytes end its stream quietly or with one
+    of the errors it reports (follow catches them), never anything else."""
+
+    async def main() -> None:
+        reader = asyncio.StreamReader()
+        reader.feed_data(body)
+        reader.feed_eof()
+        stream = Stream(1, "t")
+        try:
+            async for name, data, _ in _events(reader, chunked):
+                _note(stream, name, data, 0.0)
+        except (ValueError, asyncio.IncompleteReadError):
+            pass
+
+    asyncio.run(main())
 
 
 def test_a_viewer_that_never_takes_keeps_only_the_newest_view() -> None:
