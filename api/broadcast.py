@@ -38,6 +38,9 @@ ORGANIZER, CONTESTANT = "organizer", "contestant"
 STATUS_KEYS = ("status", "status_detail", "queue_position", "cases_done", "cases_total")
 SAFETY_POLL_S = 3.0  # the poll's interval while Redis delivers the news
 READERS = 4  # database reads at once (each holds a pooled connection while it reads)
+# Of those, reads for queue positions alone: when a judging ends, every queued channel
+# is re-read, and the news of the submission that ended must not wait behind them.
+QUEUE_READERS = 2
 IN_CHUNK = 500  # watched submissions per poll query
 REDIS_RETRY_S = 1.0
 
@@ -142,6 +145,7 @@ class Channel:
         self.viewers: set[Viewer] = set()
         self.views: dict[str, View] = {}
         self.dirty = False
+        self.urgent = False  # news of this submission itself, not of the queue
         self.task: asyncio.Task[None] | None = None
 
     @property
@@ -157,6 +161,7 @@ class Broadcaster:
         self.redis_up = False
         self.tasks: list[asyncio.Task[None]] = []
         self.limiter: anyio.CapacityLimiter | None = None
+        self.queue_gate: asyncio.Semaphore | None = None
         self.wake: asyncio.Event | None = None  # ends the poll's sleep (Redis lost)
         self.seen: dict[int, tuple] = {}
         self.seen_global: tuple | None = None
@@ -168,6 +173,7 @@ class Broadcaster:
         if self.tasks:
             return
         self.limiter = anyio.CapacityLimiter(READERS)
+        self.queue_gate = asyncio.Semaphore(QUEUE_READERS)
         self.wake = asyncio.Event()
         self.tasks.append(asyncio.create_task(self._poll()))
         if news.uses_redis(self.broker):
@@ -210,26 +216,29 @@ class Broadcaster:
         if queue:  # queue positions moved
             for other in list(self.channels.values()):
                 if other.queued:
-                    self._refresh(other)
+                    self._refresh(other, urgent=False)
 
-    def _refresh(self, channel: Channel) -> None:
+    def _refresh(self, channel: Channel, urgent: bool = True) -> None:
         channel.dirty = True
+        channel.urgent = channel.urgent or urgent
         if channel.task is None or channel.task.done():
             channel.task = asyncio.create_task(self._read(channel))
 
     async def _read(self, channel: Channel) -> None:
         """Reads until no news came during the read: news during a read is coalesced."""
-        assert self.limiter is not None
+        assert self.limiter is not None and self.queue_gate is not None
         while channel.dirty and channel.viewers:
             channel.dirty = False
+            urgent, channel.urgent = channel.urgent, False
             classes = {v.cls for v in channel.viewers}
             try:
-                views = await anyio.to_thread.run_sync(
-                    read_views, self.url, channel.sub_id, classes, limiter=self.limiter
-                )
+                async with contextlib.nullcontext() if urgent else self.queue_gate:
+                    views = await anyio.to_thread.run_sync(
+                        read_views, self.url, channel.sub_id, classes, limiter=self.limiter
+                    )
             except Exception as exc:  # the database hiccuped: try again shortly
                 log.warning("cannot read submission %s: %s", channel.sub_id, exc)
-                channel.dirty = True
+                channel.dirty, channel.urgent = True, channel.urgent or urgent
                 await asyncio.sleep(1.0)
                 continue
             self.reads += 1
@@ -265,7 +274,7 @@ class Broadcaster:
             old_queue, old_contest = self.seen_global
             for channel in list(self.channels.values()):
                 if old_contest != contest or (old_queue != queue and channel.queued):
-                    self._refresh(channel)
+                    self._refresh(channel, urgent=old_contest != contest)
         self.seen_global = overall
         for sub_id, mark in found.items():
             if self.seen.get(sub_id) != mark and sub_id in self.channels:

@@ -21,6 +21,7 @@ from starlette.types import Receive, Scope, Send
 
 from api.broadcast import CONTESTANT, ORGANIZER, Broadcaster, broadcaster
 from api.db.models import User
+from api.fdlimit import stream_capacity
 from api.settings import Settings
 
 SSE_KEEPALIVE_S = 15.0
@@ -87,7 +88,9 @@ def stream_slots(request: Request, settings: Settings) -> StreamSlots:
     with _slots_lock:
         slots = getattr(request.app.state, "event_streams", None)
         if slots is None:
-            slots = StreamSlots(settings.event_streams_per_user, settings.event_streams_per_process)
+            # A stream is a socket: the process's cap fits its open-files limit.
+            total = stream_capacity(settings.event_streams_per_process)
+            slots = StreamSlots(settings.event_streams_per_user, total)
             request.app.state.event_streams = slots
         return slots
 

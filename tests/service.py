@@ -132,19 +132,24 @@ class Service:
     def start_api(self) -> None:
         port = free_port()
         self.url = f"http://127.0.0.1:{port}"
-        self._spawn(
-            "api",
-            [str(VENV_BIN / "uvicorn"), "api.app:create_app", "--factory", "--host", "127.0.0.1",
-             "--port", str(port)],
-        )  # fmt: skip
+        cmd = [str(VENV_BIN / "uvicorn"), "api.app:create_app", "--factory", "--host",
+               "127.0.0.1", "--port", str(port)]  # fmt: skip
+        # Several API processes, as scripts/serve starts them (one port, uvicorn's workers).
+        if processes := self.env.get("MEMORACE_API_PROCESSES"):
+            cmd += ["--workers", processes]
+        self._spawn("api", cmd)
         wait_for(self._healthy, 60, "the API's /healthz")
 
     def start_worker(
-        self, name: str = "w1", beat: bool = True, env: dict[str, str] | None = None
+        self,
+        name: str = "w1",
+        beat: bool = True,
+        env: dict[str, str] | None = None,
+        concurrency: int = 1,
     ) -> subprocess.Popen[bytes]:
         """`env`: added to the service's (e.g. another host's data folder and scratch)."""
-        cmd = [str(VENV_BIN / "celery"), "-A", "worker.celery_app", "worker", "-c", "1",
-               "-n", f"{name}@%h", "--loglevel", "INFO"]  # fmt: skip
+        cmd = [str(VENV_BIN / "celery"), "-A", "worker.celery_app", "worker",
+               "-c", str(concurrency), "-n", f"{name}@%h", "--loglevel", "INFO"]  # fmt: skip
         if beat:
             cmd += ["-B", "--schedule", str(self.data_dir / f"beat-{name}")]
         proc = self._spawn(name, cmd, env)

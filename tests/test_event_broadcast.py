@@ -109,9 +109,8 @@ async def read(
 
 
 def follow_all(service: Service, sub_id: int, streams: list[Stream], base: str = "") -> None:
-    """Opened OPENING at a time: 200 requests at once into one API process still
-    exhaust its connection pool (each request holds a connection across several
-    thread-pool hops while 40 threads wait for one), whatever the stream costs."""
+    """Opened OPENING at a time, as browsers arrive (test_200_streams_hold_few_database_
+    connections counts on it; a storm of them at once is tests/test_event_fanout.py's)."""
 
     async def main() -> None:
         opening = asyncio.Semaphore(OPENING)
