@@ -171,7 +171,7 @@ async def drive(service: Service, streams: list[Stream], args: argparse.Namespac
     while any(not (s.opened or s.error) for s in streams):
         await asyncio.sleep(0.2)
     open_s, all_open_at = time.monotonic() - start, time.time()
-    await asyncio.to_thread(service.start_worker, "w1", True, args.judgings)
+    await asyncio.to_thread(lambda: service.start_worker("w1", concurrency=args.judgings))
     readers = [t for t, s in zip(tasks, streams, strict=True) if s.reads]
     await asyncio.wait(readers, timeout=args.timeout)
     judged_s = time.monotonic() - start - open_s
