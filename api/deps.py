@@ -9,8 +9,9 @@ from typing import Annotated
 from fastapi import Depends, Path, Request
 from sqlalchemy.orm import Session
 
-from api.auth import check_token, session_user, token_is_stale, touch_token
-from api.db.models import User
+from api import tokencache
+from api.auth import check_token, is_stale, session_user, token_hash, touch_token
+from api.db.models import User, utcnow
 from api.db.session import session_scope
 from api.errors import Forbidden, ServiceError
 from api.settings import Settings, get_settings
@@ -47,16 +48,31 @@ def optional_user(request: Request, db: DB, settings: Config) -> User | None:
         scheme, _, token = header.partition(" ")
         if scheme.lower() != "bearer" or not token.strip():
             raise Unauthorized("the Authorization header must be 'Bearer <token>'")
-        check = check_token(db, token.strip())
-        if check.row is None or check.refusal:
-            raise Unauthorized(check.refusal)
-        if token_is_stale(check.row):  # its own short transaction: at most once a minute
-            with session_scope(settings.database_url) as own:
-                touch_token(own, check.row.id)
-        return check.row.user
+        return token_user(request, db, settings, token.strip())
     user = session_viewer(request, db)
     if user is not None and request.url.path.startswith("/api/"):
         check_api_csrf(request)
+    return user
+
+
+def token_user(request: Request, db: Session, settings: Settings, token: str) -> User:
+    """A read may use this process's recent check of the token (api.tokencache: at
+    most TTL_S stale); a write checks the database."""
+    digest = token_hash(token)
+    entry = tokencache.lookup(db, digest) if request.method in SAFE_METHODS else None
+    if entry is None:
+        check = check_token(db, token)
+        if check.row is None or check.refusal:
+            raise Unauthorized(check.refusal)
+        tokencache.remember(db, digest, check.row, check.row.user)
+        last_used, token_id, user = check.row.last_used_at, check.row.id, check.row.user
+    else:
+        last_used, token_id = entry.last_used_at, entry.token_id
+        user = tokencache.attach_user(db, entry)
+    if is_stale(last_used):  # its own short transaction: at most once a minute
+        with session_scope(settings.database_url) as own:
+            touch_token(own, token_id)
+        tokencache.touched(digest, str(db.get_bind().url), utcnow())
     return user
 
 

@@ -9,24 +9,51 @@ cannot forget it. Bulk UPDATE statements bypass the ORM and must call `bump` the
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from itertools import chain
 from typing import Any
 
-from sqlalchemy import event, insert, inspect, select, update
+from sqlalchemy import event, func, insert, inspect, select, update
 from sqlalchemy.orm import Session
 
-from api.db.models import BoardState, Contest, Submission, Team
+from api.db.models import BoardState, Case, Contest, Problem, Submission, Team
 
 # The columns a leaderboard reads, by model; a change to any of them moves the boards.
 WATCHED: dict[type, tuple[str, ...]] = {
     Submission: ("status", "public_score", "hidden_score", "disqualified", "version_id"),
     Team: ("disqualified", "name"),
     Contest: ("freeze_at", "hidden_revealed"),
+    Case: ("weight",),  # not on a board, but on the problem page (api.pages.contestant)
 }
 
 
 def version(db: Session) -> int:
     return int(db.scalar(select(BoardState.version).where(BoardState.id == 1)) or 0)
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """What decides whether a cached board or problem page is fresh, in one query."""
+
+    version_id: int | None  # the problem's current version; None: no such problem
+    counter: int
+    frozen: bool  # a freeze is set
+    revealed: bool  # hidden scores are revealed
+
+
+def snapshot(db: Session, slug: str) -> Snapshot:
+    found = db.execute(
+        select(Problem.current_version_id, func.coalesce(BoardState.version, 0),
+               Contest.freeze_at.is_not(None), func.coalesce(Contest.hidden_revealed, False))
+        .select_from(Problem)
+        .outerjoin(BoardState, BoardState.id == 1)
+        .outerjoin(Contest, Contest.id == 1)
+        .where(Problem.slug == slug)
+    ).first()  # fmt: skip
+    if found is None:
+        return Snapshot(None, 0, False, False)
+    version_id, counter, frozen, revealed = found
+    return Snapshot(version_id, int(counter), bool(frozen), bool(revealed))
 
 
 def bump(db: Session) -> None:
