@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from itertools import chain
 from typing import Any
 
-from sqlalchemy import event, func, insert, inspect, select, update
+from sqlalchemy import String, cast, event, func, insert, inspect, select, update
 from sqlalchemy.orm import Session
 
 from api.db.models import BoardState, Case, Contest, Problem, Submission, Team
@@ -23,7 +23,6 @@ WATCHED: dict[type, tuple[str, ...]] = {
     Submission: ("status", "public_score", "hidden_score", "disqualified", "version_id"),
     Team: ("disqualified", "name"),
     Contest: ("freeze_at", "hidden_revealed"),
-    Case: ("weight",),  # not on a board, but on the problem page (api.pages.contestant)
 }
 
 
@@ -39,12 +38,25 @@ class Snapshot:
     counter: int
     frozen: bool  # a freeze is set
     revealed: bool  # hidden scores are revealed
+    weights: str = ""  # with weights=True: the current version's case weights, as text
 
 
-def snapshot(db: Session, slug: str) -> Snapshot:
+def snapshot(db: Session, slug: str, weights: bool = False) -> Snapshot:
+    """`weights`: the case weights too (the problem page shows them; a weight's change
+    moves no board until a rescore applies it, so the counter does not say it)."""
+    columns = [
+        Problem.current_version_id,
+        func.coalesce(BoardState.version, 0),
+        Contest.freeze_at.is_not(None),
+        func.coalesce(Contest.hidden_revealed, False),
+    ]
+    if weights:
+        listed = func.aggregate_strings(Case.name + "=" + cast(Case.weight, String), ",")
+        columns.append(
+            select(listed).where(Case.version_id == Problem.current_version_id).scalar_subquery()
+        )
     found = db.execute(
-        select(Problem.current_version_id, func.coalesce(BoardState.version, 0),
-               Contest.freeze_at.is_not(None), func.coalesce(Contest.hidden_revealed, False))
+        select(*columns)
         .select_from(Problem)
         .outerjoin(BoardState, BoardState.id == 1)
         .outerjoin(Contest, Contest.id == 1)
@@ -52,8 +64,8 @@ def snapshot(db: Session, slug: str) -> Snapshot:
     ).first()  # fmt: skip
     if found is None:
         return Snapshot(None, 0, False, False)
-    version_id, counter, frozen, revealed = found
-    return Snapshot(version_id, int(counter), bool(frozen), bool(revealed))
+    version_id, counter, frozen, revealed, *listed = found
+    return Snapshot(version_id, int(counter), bool(frozen), bool(revealed), *map(str, listed))
 
 
 def bump(db: Session) -> None:

@@ -1,7 +1,7 @@
 """The problem page's main part (statement and cases), rendered once per process for
-each problem version, board counter (a case's weight moves it: api.db.board) and
-viewer class (whether hidden cases' figures show; whether the viewer is signed in).
-A request then costs one query (api.db.board.snapshot) and the page's frame."""
+each problem version, board counter, set of case weights and viewer class (whether
+hidden cases' figures show; whether the viewer is signed in). A request then costs one
+query (api.db.board.snapshot) and the page's frame."""
 
 from __future__ import annotations
 
@@ -23,11 +23,12 @@ _lock = threading.Lock()
 
 def problem_main(db: Session, slug: str, viewer: User | None) -> tuple[str, Markup]:
     """(the page's title, its main part) as `viewer` sees them."""
-    state = board.snapshot(db, slug)
+    state = board.snapshot(db, slug, weights=True)
     if state.version_id is None:
         problems.current_version(db, slug)  # says why: no such problem
     hidden = submissions.sees_hidden(viewer, state.revealed)  # a hidden case's figures
-    key = (str(db.get_bind().url), state.version_id, state.counter, hidden, viewer is not None)
+    key = (str(db.get_bind().url), state.version_id, state.counter, state.weights, hidden,
+           viewer is not None)  # fmt: skip
     with _lock:
         found = _cache.get(key)
         if found is not None:
