@@ -135,7 +135,8 @@ class Service:
         self._spawn(
             "api",
             [str(VENV_BIN / "uvicorn"), "api.app:create_app", "--factory", "--host", "127.0.0.1",
-             "--port", str(port)],
+             "--port", str(port), "--no-access-log",  # api.logs.AccessLog writes one line
+             "--workers", self.env.get("MEMORACE_API_PROCESSES") or "1"],
         )  # fmt: skip
         wait_for(self._healthy, 60, "the API's /healthz")
 

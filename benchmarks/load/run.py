@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -83,7 +84,7 @@ def main() -> int:
                 print(f"logs kept in {tmp}")
             else:
                 shutil.rmtree(tmp, ignore_errors=True)
-    print(summary(steps, args.p99_ms))
+    print(summary(steps, args.p99_ms, args.api_processes))
     if args.json:
         Path(args.json).write_text(json.dumps([asdict(s) for s in steps], indent=1))
     return 0 if steps and all(s.rows for s in steps) else 1
@@ -98,6 +99,8 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--users-per-team", type=int, default=5)
     p.add_argument("--submit-every", type=float, default=5.0, help="seconds between submits")
     p.add_argument("--sandbox", default="local", help="the worker's sandbox (local, docker)")
+    p.add_argument("--api-processes", type=int, default=os.cpu_count() or 1,
+                   help="MEMORACE_API_PROCESSES (default: one per core)")  # fmt: skip
     p.add_argument("--p99-ms", type=float, default=250.0, help="the target for every read")
     p.add_argument("--json", help="write the measurements here too")
     p.add_argument("--keep", action="store_true", help="keep the service's folder (logs)")
@@ -118,7 +121,10 @@ def backend_urls(backend: str) -> Iterator[tuple[str | None, str | None]]:
 def run_backend(backend: str, tmp: Path, args: argparse.Namespace) -> list[Step]:
     steps = []
     with backend_urls(backend) as (db_url, broker_url):
-        service = start_service(tmp, [small_package(tmp)], db_url, broker_url, args.sandbox)
+        processes = {"MEMORACE_API_PROCESSES": str(args.api_processes)}
+        service = start_service(
+            tmp, [small_package(tmp)], db_url, broker_url, args.sandbox, extra_env=processes
+        )
         try:
             service.start_worker("w1")
             accounts = make_accounts(service, args.teams, args.users_per_team)
@@ -264,8 +270,9 @@ def step_table(step: Step) -> str:
     return "\n".join(lines)
 
 
-def summary(steps: list[Step], p99_ms: float) -> str:
-    lines = [f"\nCode measured: {code_version()}",
+def summary(steps: list[Step], p99_ms: float, processes: int) -> str:
+    lines = [f"\nCode measured: {code_version()}; {processes} API process(es), "
+             f"{os.cpu_count()} cores (load generator on the same machine)",
              f"Target: 0 errors, every read's p99 <= {p99_ms:.0f} ms"]  # fmt: skip
     for backend in dict.fromkeys(s.backend for s in steps):
         ok = [s.clients for s in steps if s.backend == backend and s.meets(p99_ms)]
