@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from sqlalchemy import func, select, update
-from sqlalchemy.orm import Session, aliased, joinedload, selectinload
+from sqlalchemy.orm import Session, aliased
 from sqlalchemy.orm.attributes import set_committed_value
 
 from api import queue
@@ -21,7 +21,6 @@ from api.db.models import (
     CaseResultRow,
     Contest,
     Judging,
-    ProblemVersion,
     Submission,
     Team,
     User,
@@ -29,7 +28,7 @@ from api.db.models import (
     utcnow,
 )
 from api.errors import Forbidden, NotFound, ServiceError, TooMany
-from api.problems import current_version
+from api.problems import current_version, version_facts
 from api.settings import Settings
 from api.uploads import too_large
 from judge.submission import ACCEPTED, SUFFIXES, upload_suffix
@@ -322,18 +321,18 @@ def submission_dict(
         known = (shown_judging(db, sub), queue_position(db, sub), hidden_policy(db, user))
     judging, position, policy = known
     rows = list(judging.results) if judging else []
-    cases = sub.version.cases
-    hiding = hides_progress(judging, policy) and any(c.split != "public" for c in cases)
+    facts = version_facts(db, [sub.version_id])[sub.version_id]
+    hiding = hides_progress(judging, policy) and any(s != "public" for s in facts.splits)
     if hiding:  # the hidden cases count as judged in one step, at the end
         rows = _judged_before_hidden(rows)
     results = [result_dict(r, policy) for r in rows]
     detail = shown_detail(sub, judging, results, policy)
     if hiding:
-        detail = _progress_detail(detail, len(rows), sum(c.split == "public" for c in cases))
+        detail = _progress_detail(detail, len(rows), facts.splits.count("public"))
     return {
         "id": sub.id,
-        "problem": sub.version.problem.slug,
-        "problem_version": sub.version.number,
+        "problem": facts.slug,
+        "problem_version": facts.number,
         "team": sub.team.name,
         "filename": sub.filename,
         "language": sub.language,
@@ -351,7 +350,7 @@ def submission_dict(
         "judging_id": judging.id if judging else None,
         "judging_status": judging.status if judging else None,
         "build_error": judging.build_error if judging else "",
-        "cases_total": len(cases),
+        "cases_total": len(facts.splits),
         "cases_done": len(rows),
         "hidden_later": hiding,
         "results": results,
@@ -386,18 +385,12 @@ def submission_dicts(db: Session, subs: list[Submission], user: User | None) -> 
     latest = {s.id: _latest_of(judgings.get(s.id, [])) for s in subs}
     shown = {s.id: _shown_of(s, latest[s.id], judgings.get(s.id, [])) for s in subs}
     _load_results(db, [j for j in shown.values() if j is not None])
-    # Held here until the page is made: the session's identity map holds its rows
-    # weakly, and rows nobody referenced were dropped, so that each sub.version,
-    # its cases and sub.team cost a query per row again (measured: 3 per row).
-    held = [
-        *db.scalars(
-            select(ProblemVersion)
-            .where(ProblemVersion.id.in_({s.version_id for s in subs}))
-            .options(selectinload(ProblemVersion.cases), joinedload(ProblemVersion.problem))
-            .execution_options(populate_existing=True)
-        ),
-        *db.scalars(select(Team).where(Team.id.in_({s.team_id for s in subs}))),
-    ]
+    version_facts(db, {s.version_id for s in subs})  # cached for the rows below
+    # The viewer's own team is loaded with the viewer; others' are held until the page
+    # is made (the identity map holds rows weakly: rows nobody referenced were dropped,
+    # so each sub.team cost a query again).
+    others = {s.team_id for s in subs} - {user.team_id if user else None}
+    held = list(db.scalars(select(Team).where(Team.id.in_(others)))) if others else []
     positions = queue_positions(db, [j for j in latest.values() if j and j.status == "queued"])
     policy = hidden_policy(db, user)
     page = [
