@@ -26,7 +26,10 @@ import httpx
 
 from tests.conftest import ROOT
 
-PG_ADMIN_URL = "postgresql://postgres@127.0.0.1:5432/postgres"
+# Another server with MEMORACE_TEST_POSTGRES (a load run beside other work on a shared one).
+PG_ADMIN_URL = os.environ.get(
+    "MEMORACE_TEST_POSTGRES", "postgresql://postgres@127.0.0.1:5432/postgres"
+)
 VENV_BIN = Path(sys.executable).parent
 
 
@@ -55,7 +58,8 @@ def postgres_database() -> Iterator[str]:
     with psycopg.connect(PG_ADMIN_URL, autocommit=True) as conn:
         conn.execute(f'CREATE DATABASE "{name}"')
     try:
-        yield f"postgresql+psycopg://postgres@127.0.0.1:5432/{name}"
+        server = PG_ADMIN_URL.split("://", 1)[1].rsplit("/", 1)[0]  # user@host:port
+        yield f"postgresql+psycopg://{server}/{name}"
     finally:
         with psycopg.connect(PG_ADMIN_URL, autocommit=True) as conn:
             conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
