@@ -23,12 +23,11 @@ import time
 from pathlib import Path
 
 import httpx
-import psutil
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from run import PROBLEM, backend_urls, make_accounts, seed
+from run import PROBLEM, RssSampler, backend_urls, make_accounts, seed
 
 from tests.service import Service, small_package, start_service
 
@@ -69,7 +68,7 @@ def measure(service: Service, backend: str, args: argparse.Namespace) -> None:
     seed(service, accounts, args.teams)
     service.kill("w1")  # its CPU is not the API's; nothing is judged while measuring
     tokens = itertools.cycle(a["token"] for a in accounts)
-    api = psutil.Process(service.procs["api"].pid)
+    api = RssSampler(service.procs["api"].pid)
     print(f"\n{backend}: CPU ms per request (API processes), {args.requests} requests each")
     chosen = args.only.split(",") if args.only else list(ENDPOINTS)
     for name in chosen:
@@ -78,10 +77,10 @@ def measure(service: Service, backend: str, args: argparse.Namespace) -> None:
             if args.profile
             else None
         )
-        before, start = cpu_s(api), time.perf_counter()
+        before, start = api.cpu_s(), time.perf_counter()
         errors = hammer(service.url + ENDPOINTS[name],
                         [next(tokens) for _ in range(args.concurrency)], args.requests)  # fmt: skip
-        spent, wall = cpu_s(api) - before, time.perf_counter() - start
+        spent, wall = api.cpu_s() - before, time.perf_counter() - start
         if spy is not None:
             spy.send_signal(signal.SIGINT)
             spy.wait(30)
@@ -97,11 +96,6 @@ def profiler(pid: int, out: Path) -> subprocess.Popen[bytes]:
     spy = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     time.sleep(1)  # attached before the first request
     return spy
-
-
-def cpu_s(proc: psutil.Process) -> float:
-    procs = [proc, *proc.children(recursive=True)]
-    return sum(sum(p.cpu_times()[:2]) for p in procs)
 
 
 def hammer(url: str, tokens: list[str], total: int) -> int:

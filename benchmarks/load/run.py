@@ -66,6 +66,11 @@ class Step:
     rss_peak_mb: float
     rss_end_mb: float
     failures: list[str] = field(default_factory=list)
+    api_cpu_s: float = 0.0  # the API processes' CPU time (user + system) over the step
+
+    def cpu_ms_per_request(self) -> float:
+        served = sum(r.requests for r in self.rows)
+        return self.api_cpu_s / served * 1000 if served else 0.0
 
     def meets(self, p99_ms: float) -> bool:
         no_errors = all(r.failures == 0 for r in self.rows)
@@ -189,11 +194,11 @@ def run_step(
            "--run-time", f"{ramp + duration}s", "--reset-stats", "--csv", str(prefix),
            "--only-summary", "--stop-timeout", "5", "--exit-code-on-error", "0"]  # fmt: skip
     env = {**service.env, "MEMORACE_LOAD_CONFIG": str(config)}
-    sampler = RssSampler(service.procs["api"].pid)
+    sampler = RssSampler(service.procs["api"].pid, measure_after=ramp)
     sampler.start()
     with open(f"{prefix}.log", "wb") as log:
         done = subprocess.run(cmd, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
-    end_mb = sampler.stop()
+    end_mb, api_cpu_s = sampler.stop(), sampler.cpu_s() - sampler.cpu_at_start
     log_text = Path(f"{prefix}.log").read_text(errors="replace")
     if done.returncode != 0:
         print(log_text[-3000:], file=sys.stderr)
@@ -201,17 +206,21 @@ def run_step(
     if "CPU usage above" in log_text:  # locust's own warning: the figures are the client's
         failures.append("note: the load generator reached 90 % of a core")
     time.sleep(3)  # the last streams close before the next step
-    return Step(backend, clients, read_rows(prefix), sampler.peak_mb, end_mb, failures)
+    rows = read_rows(prefix)
+    return Step(backend, clients, rows, sampler.peak_mb, end_mb, failures, api_cpu_s)
 
 
 class RssSampler(threading.Thread):
-    """The API's resident memory (its process and any children), sampled twice a second."""
+    """The API's resident memory (its process and any children), sampled twice a second,
+    and its CPU time from `measure_after` seconds on (when locust resets its stats)."""
 
-    def __init__(self, pid: int):
+    def __init__(self, pid: int, measure_after: float = 0.0):
         super().__init__(daemon=True)
         self.proc = psutil.Process(pid)
         self.peak_mb = 0.0
         self.halt = threading.Event()
+        self.measure_after = measure_after
+        self.cpu_at_start = self.cpu_s()
 
     def rss_mb(self) -> float:
         try:
@@ -220,7 +229,18 @@ class RssSampler(threading.Thread):
         except psutil.Error:
             return 0.0
 
+    def cpu_s(self) -> float:
+        """CPU seconds of the API's processes so far: per request, a figure that other
+        work on a shared machine does not inflate as it does latency."""
+        try:
+            procs = [self.proc, *self.proc.children(recursive=True)]
+            return sum(sum(p.cpu_times()[:2]) for p in procs)
+        except psutil.Error:
+            return 0.0
+
     def run(self) -> None:
+        if not self.halt.wait(self.measure_after):
+            self.cpu_at_start = self.cpu_s()
         while not self.halt.wait(0.5):
             self.peak_mb = max(self.peak_mb, self.rss_mb())
 
@@ -258,7 +278,7 @@ def read_failures(prefix: Path) -> list[str]:
 def step_table(step: Step) -> str:
     lines = [
         f"\n{step.backend}, {step.clients} clients (API RSS peak {step.rss_peak_mb:.0f} MiB, "
-        f"end {step.rss_end_mb:.0f} MiB)",
+        f"end {step.rss_end_mb:.0f} MiB; API CPU {step.cpu_ms_per_request():.2f} ms a request)",
         f"  {'endpoint':<22}{'req/s':>8}{'p50 ms':>9}{'p95 ms':>9}{'p99 ms':>9}{'errors':>14}",
     ]
     for r in step.rows:
