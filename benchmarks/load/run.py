@@ -67,6 +67,7 @@ class Step:
     rss_end_mb: float
     failures: list[str] = field(default_factory=list)
     api_cpu_s: float = 0.0  # the API processes' CPU time (user + system) over the step
+    locust_cores: float = 0.0  # the load generator's CPU time / its run time
 
     def cpu_ms_per_request(self) -> float:
         served = sum(r.requests for r in self.rows)
@@ -196,8 +197,12 @@ def run_step(
     env = {**service.env, "MEMORACE_LOAD_CONFIG": str(config)}
     sampler = RssSampler(service.procs["api"].pid, measure_after=ramp)
     sampler.start()
+    before = os.times()
     with open(f"{prefix}.log", "wb") as log:
         done = subprocess.run(cmd, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+    after = os.times()  # locust's own CPU (ramp-up included): it shares the machine
+    locust_s = after.children_user + after.children_system
+    locust_s -= before.children_user + before.children_system
     end_mb, api_cpu_s = sampler.stop(), sampler.cpu_s() - sampler.cpu_at_start
     log_text = Path(f"{prefix}.log").read_text(errors="replace")
     if done.returncode != 0:
@@ -207,7 +212,9 @@ def run_step(
         failures.append("note: the load generator reached 90 % of a core")
     time.sleep(3)  # the last streams close before the next step
     rows = read_rows(prefix)
-    return Step(backend, clients, rows, sampler.peak_mb, end_mb, failures, api_cpu_s)
+    wall = ramp + duration
+    return Step(backend, clients, rows, sampler.peak_mb, end_mb, failures, api_cpu_s,
+                locust_s / wall)  # fmt: skip
 
 
 class RssSampler(threading.Thread):
@@ -278,7 +285,8 @@ def read_failures(prefix: Path) -> list[str]:
 def step_table(step: Step) -> str:
     lines = [
         f"\n{step.backend}, {step.clients} clients (API RSS peak {step.rss_peak_mb:.0f} MiB, "
-        f"end {step.rss_end_mb:.0f} MiB; API CPU {step.cpu_ms_per_request():.2f} ms a request)",
+        f"end {step.rss_end_mb:.0f} MiB; API CPU {step.cpu_ms_per_request():.2f} ms a request; "
+        f"locust {step.locust_cores:.2f} cores)",
         f"  {'endpoint':<22}{'req/s':>8}{'p50 ms':>9}{'p95 ms':>9}{'p99 ms':>9}{'errors':>14}",
     ]
     for r in step.rows:
