@@ -13,7 +13,18 @@ from dataclasses import dataclass
 from itertools import chain
 from typing import Any
 
-from sqlalchemy import String, cast, event, func, insert, inspect, select, update
+from sqlalchemy import (
+    Select,
+    String,
+    bindparam,
+    cast,
+    event,
+    func,
+    insert,
+    inspect,
+    select,
+    update,
+)
 from sqlalchemy.orm import Session
 
 from api.db.models import BoardState, Case, Contest, Problem, Submission, Team
@@ -41,9 +52,7 @@ class Snapshot:
     weights: str = ""  # with weights=True: the current version's case weights, as text
 
 
-def snapshot(db: Session, slug: str, weights: bool = False) -> Snapshot:
-    """`weights`: the case weights too (the problem page shows them; a weight's change
-    moves no board until a rescore applies it, so the counter does not say it)."""
+def _snapshot_query(weights: bool) -> Select:
     columns = [
         Problem.current_version_id,
         func.coalesce(BoardState.version, 0),
@@ -55,13 +64,23 @@ def snapshot(db: Session, slug: str, weights: bool = False) -> Snapshot:
         columns.append(
             select(listed).where(Case.version_id == Problem.current_version_id).scalar_subquery()
         )
-    found = db.execute(
+    return (
         select(*columns)
         .select_from(Problem)
         .outerjoin(BoardState, BoardState.id == 1)
         .outerjoin(Contest, Contest.id == 1)
-        .where(Problem.slug == slug)
-    ).first()  # fmt: skip
+        .where(Problem.slug == bindparam("slug"))
+    )
+
+
+# Built once: making the statement cost more CPU than running it (it is on every read).
+_SNAPSHOTS = {False: _snapshot_query(False), True: _snapshot_query(True)}
+
+
+def snapshot(db: Session, slug: str, weights: bool = False) -> Snapshot:
+    """`weights`: the case weights too (the problem page shows them; a weight's change
+    moves no board until a rescore applies it, so the counter does not say it)."""
+    found = db.execute(_SNAPSHOTS[weights], {"slug": slug}).first()
     if found is None:
         return Snapshot(None, 0, False, False)
     version_id, counter, frozen, revealed, *listed = found

@@ -73,7 +73,7 @@ def measure(service: Service, backend: str, args: argparse.Namespace) -> None:
     chosen = args.only.split(",") if args.only else list(ENDPOINTS)
     for name in chosen:
         spy = (
-            profiler(api.pid, Path(args.profile) / f"{backend}-{name}.txt")
+            profiler(api.proc.pid, Path(args.profile) / f"{backend}-{name}.txt")
             if args.profile
             else None
         )
@@ -92,7 +92,7 @@ def profiler(pid: int, out: Path) -> subprocess.Popen[bytes]:
     """py-spy (pip install py-spy) sampling the API while one endpoint is measured."""
     out.parent.mkdir(parents=True, exist_ok=True)
     cmd = [str(Path(sys.executable).with_name("py-spy")), "record", "-p", str(pid),
-           "--subprocesses", "--format", "raw", "-r", "200", "-o", str(out)]  # fmt: skip
+           "--subprocesses", "--gil", "--format", "raw", "-r", "200", "-o", str(out)]  # fmt: skip
     spy = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     time.sleep(1)  # attached before the first request
     return spy
