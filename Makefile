@@ -57,4 +57,5 @@ LOAD_CLIENTS ?= 50,100,200,500
 LOAD_BACKENDS ?= postgres,embedded
 .PHONY: load
 load: setup
-	$(PY) benchmarks/load/run.py --clients $(LOAD_CLIENTS) --backend $(LOAD_BACKENDS)
+	$(PY) benchmarks/load/run.py --clients $(LOAD_CLIENTS) --backend $(LOAD_BACKENDS) \
+	    $(if $(LOAD_API_PROCESSES),--api-processes $(LOAD_API_PROCESSES))

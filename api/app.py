@@ -6,7 +6,6 @@ import logging
 import os
 import secrets
 import tempfile
-import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager, suppress
 from typing import Any
@@ -28,6 +27,7 @@ from api.deps import DB, Config
 from api.docs import add_docs
 from api.errors import ServiceError
 from api.inflight import InFlight
+from api.logs import AccessLog
 from api.metrics import DatabaseCollector, metrics_response
 from api.pathguard import PathGuard
 from api.settings import Settings, get_settings
@@ -84,7 +84,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_middleware(PathGuard, api=app)  # NUL, ids out of range: before the database
     app.add_middleware(InFlight, limit=requests_in_flight())  # below the connection pool
     _errors(app)
-    _access_log(app)
+    app.add_middleware(AccessLog)  # outermost of ours: the time of the whole request
     from api import pages, routes_admin, routes_tokens, routes_v1
 
     app.include_router(routes_v1.router)
@@ -156,26 +156,6 @@ def _errors(app: FastAPI) -> None:
     async def crash(request: Request, exc: Exception) -> Response:
         log.exception("unhandled error on %s %s", request.method, request.url.path)
         return _error(request, 500, "internal error: the organizers have the details in the log")
-
-
-def _access_log(app: FastAPI) -> None:
-    access = logging.getLogger("memorace.api.access")
-
-    @app.middleware("http")
-    async def log_request(request: Request, call_next):  # type: ignore[no-untyped-def]
-        start = time.perf_counter()
-        response = await call_next(request)
-        access.info(
-            "request",
-            extra={
-                "method": request.method,
-                "path": request.url.path,
-                "status": response.status_code,
-                "ms": round((time.perf_counter() - start) * 1000, 1),
-                "client": request.client.host if request.client else None,
-            },
-        )
-        return response
 
 
 def _error(request: Request, status: int, message: str) -> Response:

@@ -14,6 +14,7 @@ from argon2.exceptions import InvalidHashError, VerificationError
 from sqlalchemy import delete, or_, select, update
 from sqlalchemy.orm import Session, joinedload
 
+from api import tokencache
 from api.db.models import ApiToken, User, WebSession, aware, utcnow
 from api.errors import ServiceError
 
@@ -88,8 +89,9 @@ def check_token(db: Session, token: str) -> TokenCheck:
     return TokenCheck(row, "")
 
 
-def token_is_stale(row: ApiToken) -> bool:
-    return row.last_used_at is None or utcnow() - aware(row.last_used_at) >= TOUCH_EVERY
+def is_stale(last_used_at: datetime | None) -> bool:
+    """Whether a token's last use is to be written again (at most once a minute)."""
+    return last_used_at is None or utcnow() - aware(last_used_at) >= TOUCH_EVERY
 
 
 def touch_token(db: Session, token_id: int) -> None:
@@ -133,6 +135,7 @@ def revoke_token(db: Session, token_id: int, owner: User | None = None) -> ApiTo
         return None
     row.revoked = True
     db.flush()
+    tokencache.clear()  # this process's reads see it at once; the others' within TTL_S
     return row
 
 
@@ -148,6 +151,7 @@ def revoke_access(db: Session, user: User) -> tuple[int, int]:
         .where(WebSession.user_id == user.id, WebSession.ended_at.is_(None))
         .values(ended_at=utcnow())
     )
+    tokencache.clear()
     return tokens.rowcount, sessions.rowcount  # type: ignore[attr-defined]
 
 

@@ -7,7 +7,7 @@ the board for contestants (admins see everything).
 
 A board is computed once per change: each API process keeps it, keyed by the problem
 version, the database's board counter (api.db.board) and the viewer's class, so a
-request costs three indexed reads while nothing changes; the same key is the ETag.
+request costs one query (api.db.board.snapshot) while nothing changes; the same key is the ETag.
 """
 
 from __future__ import annotations
@@ -42,10 +42,11 @@ _lock = threading.Lock()
 
 def cached_leaderboard(db: Session, slug: str, viewer: User | None) -> Board:
     """The board as `viewer` sees it, from this process's cache while the database's
-    board counter and the problem's version are unchanged."""
-    version = current_version(db, slug)
-    contest = db.get(Contest, 1)
-    etag = f'"lb-{version.id}-{board.version(db)}-{_viewer_class(contest, viewer)}"'
+    board counter and the problem's version are unchanged: one query (board.snapshot)."""
+    state = board.snapshot(db, slug)
+    if state.version_id is None:
+        current_version(db, slug)  # says why: no such problem
+    etag = f'"lb-{state.version_id}-{state.counter}-{_viewer_class(state.frozen, viewer)}"'
     # Keyed by the database too: one process may serve apps on several databases (tests,
     # an operator's second instance), whose version ids and counters coincide.
     key = f"{db.get_bind().url}|{etag}"
@@ -63,12 +64,12 @@ def cached_leaderboard(db: Session, slug: str, viewer: User | None) -> Board:
     return made
 
 
-def _viewer_class(contest: Contest | None, viewer: User | None) -> str:
+def _viewer_class(frozen: bool, viewer: User | None) -> str:
     """Viewers who see the same board: organizers; while a freeze is set, each team (its
     own newer submissions stay on its board); else every contestant and visitor."""
     if viewer is not None and viewer.is_admin:
         return "admin"
-    if contest is not None and contest.freeze_at is not None:
+    if frozen:
         return f"team{viewer.team_id if viewer and viewer.team_id else 0}"
     return "all"
 

@@ -16,7 +16,7 @@ from sqlalchemy.orm import Session
 
 from api.db.models import CaseResultRow, Judging, aware
 from api.db.session import session_scope
-from api.deps import Unauthorized, optional_user
+from api.deps import Unauthorized, request_user
 from api.settings import Settings, get_settings
 from api.workers import all_workers
 
@@ -81,7 +81,7 @@ def metrics_response(request: Request, db: Session, settings: Settings) -> Respo
     """The exposition for an organizer; a plain 401/403 otherwise (never the login page:
     the reader is a scraper)."""
     try:
-        user = optional_user(request, db, settings)
+        user = request_user(request, db, settings)
     except Unauthorized:
         user = None
     if user is None or not user.is_admin:

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import hashlib
 import tempfile
+import threading
+from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 
 from sqlalchemy import func, select
@@ -140,6 +143,45 @@ def current_version(db: Session, slug: str) -> ProblemVersion:
     version = db.get(ProblemVersion, problem.current_version_id)
     assert version is not None
     return version
+
+
+@dataclass(frozen=True)
+class VersionFacts:
+    """What a submission's answer needs of its problem version; none of it changes after
+    the import (a case's weight does, and is not here)."""
+
+    slug: str
+    number: int
+    splits: tuple[str, ...]  # the cases' splits, in case name order
+
+
+_facts: dict[tuple[str, int], VersionFacts] = {}  # per process: a few per problem
+_facts_lock = threading.Lock()
+
+
+def version_facts(db: Session, ids: Iterable[int]) -> dict[int, VersionFacts]:
+    ids, url = set(ids), str(db.get_bind().url)
+    with _facts_lock:
+        found = {i: _facts[(url, i)] for i in ids if (url, i) in _facts}
+    missing = ids - set(found)
+    if missing:
+        heads = db.execute(
+            select(ProblemVersion.id, Problem.slug, ProblemVersion.number)
+            .join(Problem, Problem.id == ProblemVersion.problem_id)
+            .where(ProblemVersion.id.in_(missing))
+        ).all()
+        splits: dict[int, list[str]] = {i: [] for i in missing}
+        for version_id, split in db.execute(
+            select(Case.version_id, Case.split)
+            .where(Case.version_id.in_(missing))
+            .order_by(Case.version_id, Case.name)
+        ):
+            splits[version_id].append(split)
+        made = {i: VersionFacts(slug, n, tuple(splits[i])) for i, slug, n in heads}
+        with _facts_lock:
+            _facts.update({(url, i): f for i, f in made.items()})
+        found |= made
+    return found
 
 
 def all_current(db: Session) -> list[ProblemVersion]:

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from sqlalchemy import func, select, update
-from sqlalchemy.orm import Session, aliased, joinedload, selectinload
+from sqlalchemy.orm import Session, aliased
 from sqlalchemy.orm.attributes import set_committed_value
 
 from api import queue
@@ -21,7 +21,6 @@ from api.db.models import (
     CaseResultRow,
     Contest,
     Judging,
-    ProblemVersion,
     Submission,
     Team,
     User,
@@ -29,7 +28,7 @@ from api.db.models import (
     utcnow,
 )
 from api.errors import Forbidden, NotFound, ServiceError, TooMany
-from api.problems import current_version
+from api.problems import current_version, version_facts
 from api.settings import Settings
 from api.uploads import too_large
 from judge.submission import ACCEPTED, SUFFIXES, upload_suffix
@@ -220,9 +219,14 @@ WITHHELD = ("score", "message", "peak", "lower_bound", "time_s", "makespan_us", 
             "plan_digest")  # fmt: skip
 
 
+def sees_hidden(user: User | None, revealed: bool) -> bool:
+    """Whether `user` sees hidden cases whole: organizers, and everybody after the reveal."""
+    return bool(user and user.is_admin) or revealed
+
+
 def hidden_policy(db: Session, user: User | None) -> str:
     contest = db.get(Contest, 1)
-    if (user and user.is_admin) or (contest and contest.hidden_revealed):
+    if sees_hidden(user, bool(contest and contest.hidden_revealed)):
         return "all"
     detail = contest.hidden_detail if contest else "verdict"
     return detail if detail in HIDDEN_DETAILS else "judged"  # unknown: the stricter
@@ -308,18 +312,18 @@ def submission_dict(
         known = (shown_judging(db, sub), queue_position(db, sub), hidden_policy(db, user))
     judging, position, policy = known
     rows = list(judging.results) if judging else []
-    cases = sub.version.cases
-    hiding = hides_progress(judging, policy) and any(c.split != "public" for c in cases)
+    facts = version_facts(db, [sub.version_id])[sub.version_id]
+    hiding = hides_progress(judging, policy) and any(s != "public" for s in facts.splits)
     if hiding:  # the hidden cases count as judged in one step, at the end
         rows = _judged_before_hidden(rows)
     results = [result_dict(r, policy) for r in rows]
     detail = shown_detail(sub, judging, results, policy)
     if hiding:
-        detail = _progress_detail(detail, len(rows), sum(c.split == "public" for c in cases))
+        detail = _progress_detail(detail, len(rows), facts.splits.count("public"))
     return {
         "id": sub.id,
-        "problem": sub.version.problem.slug,
-        "problem_version": sub.version.number,
+        "problem": facts.slug,
+        "problem_version": facts.number,
         "team": sub.team.name,
         "filename": sub.filename,
         "language": sub.language,
@@ -337,7 +341,7 @@ def submission_dict(
         "judging_id": judging.id if judging else None,
         "judging_status": judging.status if judging else None,
         "build_error": judging.build_error if judging else "",
-        "cases_total": len(cases),
+        "cases_total": len(facts.splits),
         "cases_done": len(rows),
         "hidden_later": hiding,
         "results": results,
@@ -372,18 +376,19 @@ def submission_dicts(db: Session, subs: list[Submission], user: User | None) -> 
     latest = {s.id: _latest_of(judgings.get(s.id, [])) for s in subs}
     shown = {s.id: _shown_of(s, latest[s.id], judgings.get(s.id, [])) for s in subs}
     _load_results(db, [j for j in shown.values() if j is not None])
-    db.scalars(
-        select(ProblemVersion)
-        .where(ProblemVersion.id.in_({s.version_id for s in subs}))
-        .options(selectinload(ProblemVersion.cases), joinedload(ProblemVersion.problem))
-        .execution_options(populate_existing=True)
-    ).all()  # now in the session: sub.version and its cases need no query
-    db.scalars(select(Team).where(Team.id.in_({s.team_id for s in subs}))).all()
+    version_facts(db, {s.version_id for s in subs})  # cached for the rows below
+    # The viewer's own team is loaded with the viewer; others' are held until the page
+    # is made (the identity map holds rows weakly: rows nobody referenced were dropped,
+    # so each sub.team cost a query again).
+    others = {s.team_id for s in subs} - {user.team_id if user else None}
+    held = list(db.scalars(select(Team).where(Team.id.in_(others)))) if others else []
     positions = queue_positions(db, [j for j in latest.values() if j and j.status == "queued"])
     policy = hidden_policy(db, user)
-    return [
+    page = [
         submission_dict(db, s, user, known=(shown[s.id], positions.get(s.id), policy)) for s in subs
     ]
+    del held
+    return page
 
 
 def _latest_of(judgings: list[Judging]) -> Judging | None:

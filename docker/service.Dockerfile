@@ -60,4 +60,4 @@ ENV PATH=/venv/bin:$PATH MEMORACE_DATA_DIR=/var/lib/memorace PYTHONUNBUFFERED=1 
     PYTHONDONTWRITEBYTECODE=1
 USER memorace
 EXPOSE 8000
-CMD ["sh", "-c", "python -m api.bootstrap --token-file \"$MEMORACE_DATA_DIR/admin.token\" && exec uvicorn api.app:create_app --factory --host 0.0.0.0 --port 8000 --workers \"${MEMORACE_API_PROCESSES:-$(nproc)}\" $(if [ -n \"$MEMORACE_FORWARDED_ALLOW_IPS\" ]; then echo --proxy-headers --forwarded-allow-ips \"$MEMORACE_FORWARDED_ALLOW_IPS\"; else echo --no-proxy-headers; fi)"]
+CMD ["sh", "-c", "python -m api.bootstrap --token-file \"$MEMORACE_DATA_DIR/admin.token\" && exec uvicorn api.app:create_app --factory --host 0.0.0.0 --port 8000 --workers \"${MEMORACE_API_PROCESSES:-$(nproc)}\" --no-access-log $(if [ -n \"$MEMORACE_FORWARDED_ALLOW_IPS\" ]; then echo --proxy-headers --forwarded-allow-ips \"$MEMORACE_FORWARDED_ALLOW_IPS\"; else echo --no-proxy-headers; fi)"]

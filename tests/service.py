@@ -26,7 +26,10 @@ import httpx
 
 from tests.conftest import ROOT
 
-PG_ADMIN_URL = "postgresql://postgres@127.0.0.1:5432/postgres"
+# Another server with MEMORACE_TEST_POSTGRES (a load run beside other work on a shared one).
+PG_ADMIN_URL = os.environ.get(
+    "MEMORACE_TEST_POSTGRES", "postgresql://postgres@127.0.0.1:5432/postgres"
+)
 VENV_BIN = Path(sys.executable).parent
 
 
@@ -55,7 +58,8 @@ def postgres_database() -> Iterator[str]:
     with psycopg.connect(PG_ADMIN_URL, autocommit=True) as conn:
         conn.execute(f'CREATE DATABASE "{name}"')
     try:
-        yield f"postgresql+psycopg://postgres@127.0.0.1:5432/{name}"
+        server = PG_ADMIN_URL.split("://", 1)[1].rsplit("/", 1)[0]  # user@host:port
+        yield f"postgresql+psycopg://{server}/{name}"
     finally:
         with psycopg.connect(PG_ADMIN_URL, autocommit=True) as conn:
             conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
@@ -132,12 +136,13 @@ class Service:
     def start_api(self) -> None:
         port = free_port()
         self.url = f"http://127.0.0.1:{port}"
-        cmd = [str(VENV_BIN / "uvicorn"), "api.app:create_app", "--factory", "--host",
-               "127.0.0.1", "--port", str(port)]  # fmt: skip
-        # Several API processes, as scripts/serve starts them (one port, uvicorn's workers).
-        if processes := self.env.get("MEMORACE_API_PROCESSES"):
-            cmd += ["--workers", processes]
-        self._spawn("api", cmd)
+        self._spawn(
+            "api",
+            [str(VENV_BIN / "uvicorn"), "api.app:create_app", "--factory", "--host", "127.0.0.1",
+             "--port", str(port), "--no-access-log",  # api.logs.AccessLog writes one line
+             # Several API processes, as scripts/serve starts them (one port, uvicorn's workers).
+             "--workers", self.env.get("MEMORACE_API_PROCESSES") or "1"],
+        )  # fmt: skip
         wait_for(self._healthy, 60, "the API's /healthz")
 
     def start_worker(

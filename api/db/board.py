@@ -9,13 +9,25 @@ cannot forget it. Bulk UPDATE statements bypass the ORM and must call `bump` the
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from itertools import chain
 from typing import Any
 
-from sqlalchemy import event, insert, inspect, select, update
+from sqlalchemy import (
+    Select,
+    String,
+    bindparam,
+    cast,
+    event,
+    func,
+    insert,
+    inspect,
+    select,
+    update,
+)
 from sqlalchemy.orm import Session
 
-from api.db.models import BoardState, Contest, Submission, Team
+from api.db.models import BoardState, Case, Contest, Problem, Submission, Team
 
 # The columns a leaderboard reads, by model; a change to any of them moves the boards.
 WATCHED: dict[type, tuple[str, ...]] = {
@@ -27,6 +39,52 @@ WATCHED: dict[type, tuple[str, ...]] = {
 
 def version(db: Session) -> int:
     return int(db.scalar(select(BoardState.version).where(BoardState.id == 1)) or 0)
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """What decides whether a cached board or problem page is fresh, in one query."""
+
+    version_id: int | None  # the problem's current version; None: no such problem
+    counter: int
+    frozen: bool  # a freeze is set
+    revealed: bool  # hidden scores are revealed
+    weights: str = ""  # with weights=True: the current version's case weights, as text
+
+
+def _snapshot_query(weights: bool) -> Select:
+    columns = [
+        Problem.current_version_id,
+        func.coalesce(BoardState.version, 0),
+        Contest.freeze_at.is_not(None),
+        func.coalesce(Contest.hidden_revealed, False),
+    ]
+    if weights:
+        listed = func.aggregate_strings(Case.name + "=" + cast(Case.weight, String), ",")
+        columns.append(
+            select(listed).where(Case.version_id == Problem.current_version_id).scalar_subquery()
+        )
+    return (
+        select(*columns)
+        .select_from(Problem)
+        .outerjoin(BoardState, BoardState.id == 1)
+        .outerjoin(Contest, Contest.id == 1)
+        .where(Problem.slug == bindparam("slug"))
+    )
+
+
+# Built once: making the statement cost more CPU than running it (it is on every read).
+_SNAPSHOTS = {False: _snapshot_query(False), True: _snapshot_query(True)}
+
+
+def snapshot(db: Session, slug: str, weights: bool = False) -> Snapshot:
+    """`weights`: the case weights too (the problem page shows them; a weight's change
+    moves no board until a rescore applies it, so the counter does not say it)."""
+    found = db.execute(_SNAPSHOTS[weights], {"slug": slug}).first()
+    if found is None:
+        return Snapshot(None, 0, False, False)
+    version_id, counter, frozen, revealed, *listed = found
+    return Snapshot(version_id, int(counter), bool(frozen), bool(revealed), *map(str, listed))
 
 
 def bump(db: Session) -> None:

@@ -24,7 +24,6 @@ from api.login import attempt
 from api.pages.common import (
     CSRF_FIELD,
     UPLOAD_SUFFIXES,
-    _markdown,
     _safe_next,
     check_csrf,
     csrf_token,
@@ -34,6 +33,7 @@ from api.pages.common import (
     router,
     wants_html,
 )
+from api.pages.problem import problem_main
 from api.routes_v1 import BeforeId, check_form_problem, page_size
 from api.settings import Settings
 from api.uploads import Upload, read_upload
@@ -119,12 +119,8 @@ def problem_list(request: Request, db: DB, viewer: Viewer) -> Response:
 
 @router.get("/problems/{slug}")
 def problem_page(slug: str, request: Request, db: DB, viewer: Viewer) -> Response:
-    version = problems.current_version(db, slug)
-    statement = Markup(_markdown.render(version.statement))  # raw HTML disabled
-    hidden = submissions.hidden_visible(db, viewer)  # a hidden case's figures, too
-    return render(
-        request, "problem.html", viewer, version=version, statement=statement, hidden=hidden
-    )
+    title, main = problem_main(db, slug, viewer)
+    return render(request, "problem.html", viewer, title=title, body=main)
 
 
 @router.get("/problems/{slug}/leaderboard")

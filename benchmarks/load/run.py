@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -65,6 +66,12 @@ class Step:
     rss_peak_mb: float
     rss_end_mb: float
     failures: list[str] = field(default_factory=list)
+    api_cpu_s: float = 0.0  # the API processes' CPU time (user + system) over the step
+    locust_cores: float = 0.0  # the load generator's CPU time / its run time
+
+    def cpu_ms_per_request(self) -> float:
+        served = sum(r.requests for r in self.rows)
+        return self.api_cpu_s / served * 1000 if served else 0.0
 
     def meets(self, p99_ms: float) -> bool:
         no_errors = all(r.failures == 0 for r in self.rows)
@@ -83,7 +90,7 @@ def main() -> int:
                 print(f"logs kept in {tmp}")
             else:
                 shutil.rmtree(tmp, ignore_errors=True)
-    print(summary(steps, args.p99_ms))
+    print(summary(steps, args.p99_ms, args.api_processes))
     if args.json:
         Path(args.json).write_text(json.dumps([asdict(s) for s in steps], indent=1))
     return 0 if steps and all(s.rows for s in steps) else 1
@@ -98,6 +105,8 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--users-per-team", type=int, default=5)
     p.add_argument("--submit-every", type=float, default=5.0, help="seconds between submits")
     p.add_argument("--sandbox", default="local", help="the worker's sandbox (local, docker)")
+    p.add_argument("--api-processes", type=int, default=os.cpu_count() or 1,
+                   help="MEMORACE_API_PROCESSES (default: one per core)")  # fmt: skip
     p.add_argument("--p99-ms", type=float, default=250.0, help="the target for every read")
     p.add_argument("--json", help="write the measurements here too")
     p.add_argument("--keep", action="store_true", help="keep the service's folder (logs)")
@@ -118,7 +127,10 @@ def backend_urls(backend: str) -> Iterator[tuple[str | None, str | None]]:
 def run_backend(backend: str, tmp: Path, args: argparse.Namespace) -> list[Step]:
     steps = []
     with backend_urls(backend) as (db_url, broker_url):
-        service = start_service(tmp, [small_package(tmp)], db_url, broker_url, args.sandbox)
+        processes = {"MEMORACE_API_PROCESSES": str(args.api_processes)}
+        service = start_service(
+            tmp, [small_package(tmp)], db_url, broker_url, args.sandbox, extra_env=processes
+        )
         try:
             service.start_worker("w1")
             accounts = make_accounts(service, args.teams, args.users_per_team)
@@ -183,11 +195,15 @@ def run_step(
            "--run-time", f"{ramp + duration}s", "--reset-stats", "--csv", str(prefix),
            "--only-summary", "--stop-timeout", "5", "--exit-code-on-error", "0"]  # fmt: skip
     env = {**service.env, "MEMORACE_LOAD_CONFIG": str(config)}
-    sampler = RssSampler(service.procs["api"].pid)
+    sampler = RssSampler(service.procs["api"].pid, measure_after=ramp)
     sampler.start()
+    before = os.times()
     with open(f"{prefix}.log", "wb") as log:
         done = subprocess.run(cmd, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
-    end_mb = sampler.stop()
+    after = os.times()  # locust's own CPU (ramp-up included): it shares the machine
+    locust_s = after.children_user + after.children_system
+    locust_s -= before.children_user + before.children_system
+    end_mb, api_cpu_s = sampler.stop(), sampler.cpu_s() - sampler.cpu_at_start
     log_text = Path(f"{prefix}.log").read_text(errors="replace")
     if done.returncode != 0:
         print(log_text[-3000:], file=sys.stderr)
@@ -195,17 +211,23 @@ def run_step(
     if "CPU usage above" in log_text:  # locust's own warning: the figures are the client's
         failures.append("note: the load generator reached 90 % of a core")
     time.sleep(3)  # the last streams close before the next step
-    return Step(backend, clients, read_rows(prefix), sampler.peak_mb, end_mb, failures)
+    rows = read_rows(prefix)
+    wall = ramp + duration
+    return Step(backend, clients, rows, sampler.peak_mb, end_mb, failures, api_cpu_s,
+                locust_s / wall)  # fmt: skip
 
 
 class RssSampler(threading.Thread):
-    """The API's resident memory (its process and any children), sampled twice a second."""
+    """The API's resident memory (its process and any children), sampled twice a second,
+    and its CPU time from `measure_after` seconds on (when locust resets its stats)."""
 
-    def __init__(self, pid: int):
+    def __init__(self, pid: int, measure_after: float = 0.0):
         super().__init__(daemon=True)
         self.proc = psutil.Process(pid)
         self.peak_mb = 0.0
         self.halt = threading.Event()
+        self.measure_after = measure_after
+        self.cpu_at_start = self.cpu_s()
 
     def rss_mb(self) -> float:
         try:
@@ -214,7 +236,18 @@ class RssSampler(threading.Thread):
         except psutil.Error:
             return 0.0
 
+    def cpu_s(self) -> float:
+        """CPU seconds of the API's processes so far: per request, a figure that other
+        work on a shared machine does not inflate as it does latency."""
+        try:
+            procs = [self.proc, *self.proc.children(recursive=True)]
+            return sum(sum(p.cpu_times()[:2]) for p in procs)
+        except psutil.Error:
+            return 0.0
+
     def run(self) -> None:
+        if not self.halt.wait(self.measure_after):
+            self.cpu_at_start = self.cpu_s()
         while not self.halt.wait(0.5):
             self.peak_mb = max(self.peak_mb, self.rss_mb())
 
@@ -252,7 +285,8 @@ def read_failures(prefix: Path) -> list[str]:
 def step_table(step: Step) -> str:
     lines = [
         f"\n{step.backend}, {step.clients} clients (API RSS peak {step.rss_peak_mb:.0f} MiB, "
-        f"end {step.rss_end_mb:.0f} MiB)",
+        f"end {step.rss_end_mb:.0f} MiB; API CPU {step.cpu_ms_per_request():.2f} ms a request; "
+        f"locust {step.locust_cores:.2f} cores)",
         f"  {'endpoint':<22}{'req/s':>8}{'p50 ms':>9}{'p95 ms':>9}{'p99 ms':>9}{'errors':>14}",
     ]
     for r in step.rows:
@@ -264,8 +298,9 @@ def step_table(step: Step) -> str:
     return "\n".join(lines)
 
 
-def summary(steps: list[Step], p99_ms: float) -> str:
-    lines = [f"\nCode measured: {code_version()}",
+def summary(steps: list[Step], p99_ms: float, processes: int) -> str:
+    lines = [f"\nCode measured: {code_version()}; {processes} API process(es), "
+             f"{os.cpu_count()} cores (load generator on the same machine)",
              f"Target: 0 errors, every read's p99 <= {p99_ms:.0f} ms"]  # fmt: skip
     for backend in dict.fromkeys(s.backend for s in steps):
         ok = [s.clients for s in steps if s.backend == backend and s.meets(p99_ms)]

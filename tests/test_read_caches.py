@@ -1,0 +1,76 @@
+"""The API processes' read caches stay correct (both backends, in-process ASGI client):
+the problem page follows a weight's change and the reveal at once and keeps hidden
+figures from contestants before it; the token cache never mixes users up, a revocation
+in this process counts at once, one elsewhere within tokencache.TTL_S, and a write
+always checks the database."""
+
+from __future__ import annotations
+
+import re
+
+from sqlalchemy import update
+
+from api import tokencache
+from api.db.models import ApiToken
+from api.db.session import session_scope
+from api.settings import get_settings
+from tests.test_read_scaling import client, contestant, submit  # noqa: F401  (the fixture)
+
+
+def _case_row(html: str, case: str) -> str:
+    row = re.search(rf"<tr>\s*<td>{case}</td>.*?</tr>", html, re.S)
+    assert row is not None, html
+    return row.group(0)
+
+
+def _weight(html: str, case: str) -> str:
+    return re.findall(r'<td class="num">([^<]*)</td>', _case_row(html, case))[0]
+
+
+def test_problem_page_follows_weights_and_the_reveal(client):  # noqa: F811
+    red = contestant(client, "red", "alice")
+    page = client.get("/problems/tiny", headers=red).text
+    assert _weight(page, "three") == "1"
+    assert "bytes" not in _case_row(page, "two")  # a hidden case's figures stay hidden
+    assert "bytes" in _case_row(client.get("/problems/tiny").text, "two")  # organizers
+
+    # A weight moves no board (no rescore yet), but the page shows it at once.
+    reply = client.patch("/api/v1/admin/problems/tiny/cases/three", json={"weight": 3})
+    assert reply.status_code == 200, reply.text
+    page = client.get("/problems/tiny", headers=red).text
+    assert _weight(page, "three") == "3" and "bytes" not in _case_row(page, "two")
+
+    reply = client.put("/api/v1/admin/contest", json={"hidden_revealed": True})
+    assert reply.status_code == 200, reply.text
+    assert "bytes" in _case_row(client.get("/problems/tiny", headers=red).text, "two")
+    assert client.get("/problems/nope", headers=red).status_code == 404
+
+
+def test_token_cache_keeps_users_apart_and_revocations_bounded(client, monkeypatch):  # noqa: F811
+    red, blue = contestant(client, "red", "alice"), contestant(client, "blue", "bob")
+    for _ in range(3):  # cached after the first read: still each token's own user
+        assert client.get("/api/v1/me", headers=red).json()["team"] == "red"
+        assert client.get("/api/v1/me", headers=blue).json()["team"] == "blue"
+    assert client.get("/api/v1/leaderboard/tiny", headers=red).status_code == 200
+
+    # Revoked behind this process's back (another API process, or by hand): reads may
+    # still pass until the cached check is TTL_S old; a write is refused at once.
+    with session_scope(get_settings().database_url) as db:
+        db.execute(update(ApiToken).where(ApiToken.user_id != 1).values(revoked=True))
+    assert client.get("/api/v1/me", headers=red).status_code == 200
+    files = {"file": ("p.py", b"print(1)\n")}
+    refused = client.post("/api/v1/submissions", headers=red, data={"problem": "tiny"}, files=files)
+    assert refused.status_code == 401 and "revoked" in refused.json()["detail"]
+    monkeypatch.setattr(tokencache, "TTL_S", 0.0)  # as if TTL_S had passed
+    assert client.get("/api/v1/me", headers=blue).status_code == 401
+
+
+def test_revocation_in_this_process_counts_at_once(client):  # noqa: F811
+    red = contestant(client, "red", "alice")
+    assert client.get("/api/v1/me", headers=red).status_code == 200  # now cached
+    submit(client, red, 1)
+    tokens = client.get("/api/v1/admin/tokens").json()
+    mine = next(t["id"] for t in tokens if t["username"] == "alice")
+    assert client.delete(f"/api/v1/admin/tokens/{mine}").status_code == 200
+    gone = client.get("/api/v1/me", headers=red)
+    assert gone.status_code == 401 and "revoked" in gone.json()["detail"]
