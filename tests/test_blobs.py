@@ -5,7 +5,9 @@ cache stays under its bound."""
 from __future__ import annotations
 
 import hashlib
+import io
 import os
+import tarfile
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,7 +21,7 @@ from api.blobs import CHUNK_BYTES, BlobCorrupt, BlobMissing, BlobStore, blob_sto
 from api.blobs.cache import BlobCache
 from api.blobs.database import DatabaseBlobs
 from api.blobs.local import LocalBlobs
-from api.blobs.packages import put_package
+from api.blobs.packages import _unpack, put_package
 from api.db.models import BlobChunk, ProblemVersion
 from api.db.session import migrate, session_scope
 from api.problems import import_package, package_of
@@ -227,3 +229,22 @@ def test_the_store_follows_the_database_unless_told(tmp_path):
     for wrong in ({"blob_store": "s3"}, {"blob_store": "database"}):  # the latter on SQLite
         with pytest.raises(ValueError, match="MEMORACE_BLOB_STORE"):
             Settings(data_dir=tmp_path, **wrong)
+
+
+@pytest.mark.parametrize("name", ["../escape", "/abs/file", "pkg/../../up", "pkg/link"])
+def test_a_package_archive_member_outside_its_folder_is_refused(tmp_path, name):
+    """_unpack checks members itself (the service image's Python 3.11.2 has no
+    tarfile `filter=`): paths out of the folder and links are refused, nothing lands."""
+    archive, dest = tmp_path / "p.tar.gz", tmp_path / "dest"
+    dest.mkdir()
+    with tarfile.open(archive, "w:gz") as tar:
+        info = tarfile.TarInfo(name)
+        if name.endswith("link"):
+            info.type, info.linkname = tarfile.SYMTYPE, "/etc/passwd"
+            tar.addfile(info)
+        else:
+            info.size = 2
+            tar.addfile(info, io.BytesIO(b"hi"))
+    with pytest.raises(ValueError, match="refused"):
+        _unpack(archive, dest)
+    assert not any(dest.iterdir()) and not (tmp_path / "escape").exists()

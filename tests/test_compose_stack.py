@@ -86,6 +86,16 @@ def stack_env(tmp_path: Path) -> Iterator[dict[str, str]]:
         assert not left.strip(), f"containers left behind: {left}"
 
 
+def stack_logs(env: dict[str, str]) -> str:
+    """The services' last log lines: why a judging ended in error inside the stack."""
+    out = subprocess.run(
+        ["docker-compose", "logs", "--no-color", "--tail", "60", "api", "worker"],
+        cwd=ROOT, env=env | {"MEMORACE_SECRET_KEY": "x", "DOCKER_GID": "0"},
+        capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    return f"\nservice logs:\n{out.stdout[-8000:]}"
+
+
 def offline_public_scores() -> dict[str, subprocess.Popen[str]]:
     """The expected public scores: the offline judge on the same problem (docker
     sandbox), started now and read later."""
@@ -122,7 +132,7 @@ def test_readme_compose_walkthrough_two_workers(stack_env: dict[str, str]) -> No
         want = json.loads(out)["public_score"]
         line = re.search(rf"^{re.escape(name)} (\S+) (\S+)$", run.stdout, flags=re.M)
         assert line, said
-        assert line[1] == "done", said
+        assert line[1] == "done", said + stack_logs(stack_env)
         assert abs(float(line[2]) - want) < 1e-6, (name, line[2], want)
 
     # Two workers, and each judged one of them (the judgings' worker is HOST:PID, the

@@ -57,7 +57,21 @@ def _pack(root: Path, archive: Path) -> None:
 
 
 def _unpack(archive: Path, dest: Path) -> None:
-    # Our own archive, checked against its sha256; the data filter refuses anything
-    # outside `dest` all the same.
+    # Our own archive, checked against its sha256; plain files and folders inside
+    # `dest` only all the same. Debian bookworm's Python 3.11.2 (the service image)
+    # predates tarfile's `filter=`, so the members are checked here.
     with tarfile.open(archive, "r:gz") as tar:
-        tar.extractall(dest, filter="data")
+        members = tar.getmembers()
+        for member in members:
+            parts = Path(member.name).parts
+            if (
+                not (member.isfile() or member.isdir())
+                or member.name.startswith("/")
+                or (".." in parts)
+            ):
+                raise ValueError(f"package archive member refused: {member.name!r}")
+            member.mode = 0o700 if member.isdir() else 0o600
+        if hasattr(tarfile, "data_filter"):  # Python >= 3.11.4: its own check as well
+            tar.extractall(dest, members=members, filter="data")
+        else:
+            tar.extractall(dest, members=members)
