@@ -49,17 +49,22 @@ def alive_count(db: Session, settings: Settings) -> int:
     return sum(1 for w in all_workers(db, settings) if w.state == "alive")
 
 
-def health(db: Session, settings: Settings) -> dict[str, Any]:
-    """For /healthz (public): names, state, busy or idle, last beat; no pids or ids. A
-    stopped worker is not listed; a dead one is, until its row is pruned (a day)."""
+def health(db: Session, settings: Settings, names: bool) -> dict[str, Any]:
+    """For /healthz: counts for anyone; with `names` (an organizer) the list too: name,
+    state, busy or idle, last beat; no pids or ids. A stopped worker is not listed; a
+    dead one is, until its row is pruned (a day)."""
     shown = [w for w in all_workers(db, settings) if w.state != "stopped"]
     alive = [w for w in shown if w.state == "alive"]
     busy = sum(1 for w in alive if w.busy)
-    return {
+    counts = {
         "alive": len(alive),
         "busy": busy,
         "idle": len(alive) - busy,
         "heartbeat_s": settings.worker_heartbeat_s,
+    }
+    if not names:
+        return counts
+    return counts | {
         "list": [
             {
                 "name": w.row.name,

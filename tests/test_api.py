@@ -159,6 +159,20 @@ def test_public_cases_download_and_hidden_ones_do_not(client):
 
 def test_health_and_metrics(client):
     assert client.get("/healthz").json()["ok"] is True
+    assert "list" in client.get("/healthz").json()["workers"]  # the organizer's token
+
+
+def test_health_shows_counts_to_anyone_and_worker_names_to_organizers_only(client):
+    anonymous = client.build_request("GET", "/healthz")
+    del anonymous.headers["Authorization"]
+    alice = contestant(client)
+    for reply in (
+        client.send(anonymous),
+        client.get("/healthz", headers=alice),
+        client.get("/healthz", headers={"Authorization": "Bearer mr_wrong"}),
+    ):
+        assert reply.status_code == 200, reply.text
+        assert set(reply.json()["workers"]) == {"alive", "busy", "idle", "heartbeat_s"}
     text = client.get("/metrics").text
     assert "memorace_queue_depth" in text and "memorace_judging_latency_seconds" in text
 
