@@ -20,7 +20,7 @@ from typing import Any
 from sqlalchemy import delete, func, select, update
 from sqlalchemy.orm import Session
 
-from api import news, queue
+from api import baselines, news, queue
 from api.blobs import BlobCorrupt, BlobMissing, blob_store, plan_file
 from api.blobs.packages import package_root
 from api.db.models import Case, CaseResultRow, Judging, ProblemVersion, Submission, aware, utcnow
@@ -83,7 +83,7 @@ def _judge(
     report = judge_planner(
         problem,
         artifact,
-        split="all",
+        split=claimed.split,
         on_result=lambda r: _store(url, judging_id, attempt, r, weights),
         sandbox=box,
         gpu_slot=gpu_slot,
@@ -137,6 +137,7 @@ class Claim:
     sha256: str
     filename: str
     weights: dict[str, float]
+    split: str = "all"  # a baseline's: "public" until the reveal (api.baselines)
 
 
 def _claim(settings: Settings, judging_id: int, worker: str) -> str | Claim:
@@ -164,7 +165,7 @@ def _claim(settings: Settings, judging_id: int, worker: str) -> str | Claim:
         weights = {c.name: c.weight for c in version.cases}
         return Claim(
             j.attempt, version.package_blob, version.package_path, sub.sha256, sub.filename,
-            weights,
+            weights, baselines.split_for(db, sub),
         )  # fmt: skip
 
 
