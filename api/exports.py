@@ -29,7 +29,7 @@ STANDINGS = ("problem", "version", "rank", "team", "public_score", "hidden_score
 RESULT_HEAD = ("submission_id", "team", "problem", "version", "filename", "submitted_at",
                "status", "public_score", "hidden_score")  # fmt: skip
 RESULTS = (*RESULT_HEAD, "case", "split", "weight", "verdict", *WITHHELD)
-MINE = tuple(c for c in RESULTS if c not in ("weight", "log"))
+MINE = (*RESULTS, "withheld")  # a hidden case's withheld fields are empty
 AUDIT = ("id", "at", "actor", "action", "target", "detail")
 FORMULA = ("=", "+", "-", "@", "\t", "\r")
 
@@ -86,9 +86,7 @@ def _result_rows(
             .order_by(CaseResultRow.case)
         )
         for row in rows:
-            shown = result_dict(row, policy)
-            shown.pop("withheld")
-            yield {**head, **shown, "weight": row.weight}
+            yield {**head, **result_dict(row, policy), "weight": row.weight}
 
 
 def audit_log(db: Session) -> list[dict[str, Any]]:
