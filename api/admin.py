@@ -176,6 +176,9 @@ def update_contest(db: Session, actor: User | None, changes: dict[str, Any]) -> 
     unknown = set(changes) - allowed
     if unknown:
         raise ServiceError(f"unknown contest settings: {', '.join(sorted(unknown))}")
+    for switch in ("hidden_revealed", "baselines"):  # null would be a NOT NULL error (500)
+        if switch in changes and not isinstance(changes[switch], bool):
+            raise ServiceError(f"{switch} is true or false", 422)
     detail = changes.get("hidden_detail", row.hidden_detail)
     if detail not in HIDDEN_DETAILS:
         raise ServiceError(

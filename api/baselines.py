@@ -168,14 +168,10 @@ def interleave(board: dict[str, Any]) -> list[dict[str, Any]]:
     """The board's team rows with its baseline rows placed where their score would rank
     (after the teams they tie with); unjudged baselines last. Teams keep their ranks."""
     key = board["ranked_by"]
-    out = [dict(r) for r in board["rows"]]
-    pending = []
-    for base in board.get("baselines", []):
-        score = base.get(key)
-        if score is None:
-            pending.append(base)
-            continue
-        at = next((i for i, r in enumerate(out) if "baseline" not in r and
-                   (r.get(key) or 0.0) < score), len(out))  # fmt: skip
-        out.insert(at, base)
-    return out + pending
+    scored = [b for b in board.get("baselines", []) if b.get(key) is not None]
+    pending = [b for b in board.get("baselines", []) if b.get(key) is None]
+    # Stable: the teams keep the board's order among themselves.
+    merged = sorted(
+        [*board["rows"], *scored], key=lambda r: (-(r.get(key) or 0.0), "baseline" in r)
+    )
+    return merged + pending

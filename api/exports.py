@@ -95,7 +95,7 @@ def audit_log(db: Session) -> list[dict[str, Any]]:
 
 def as_csv(rows: list[dict[str, Any]], columns: tuple[str, ...]) -> str:
     out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
+    writer = csv.writer(out)  # lines end in CRLF (RFC 4180): a CR in a cell is quoted too
     writer.writerow(columns)
     for row in rows:
         writer.writerow([_cell(row.get(c)) for c in columns])

@@ -118,7 +118,13 @@ def _axes(first: datetime, end: datetime, x: Scale, y: Scale, plot_w: float) -> 
         out.append(tick(LEFT - 4, row, LEFT, row))
         out.append(text(LEFT - 6, row, str(score), anchor="end", baseline="middle"))
     span = end - first
-    fmt = "%H:%M" if span <= timedelta(days=1) else "%m-%d %H:%M"
+    fmt = (
+        "%H:%M:%S"
+        if span <= timedelta(hours=1)
+        else "%H:%M"
+        if span <= timedelta(days=1)
+        else "%m-%d %H:%M"
+    )
     for i in range(5):
         t = first + span * i / 4
         col = x(t)
