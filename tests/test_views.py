@@ -241,3 +241,32 @@ def test_the_reveal_judges_the_baselines_hidden_cases(
     hidden = service.api("GET", f"/api/v1/problems/{SLUG}/history.svg", team,
                          params={"score": "hidden_score"})  # fmt: skip
     assert hidden.status_code == 200 and 'data-team="Hopper"' in hidden.text
+
+
+def test_an_imported_version_gets_its_baselines_judged(
+    service: Service, tmp_path: Path, submitted: dict
+) -> None:
+    """Through the organizer's import (a worker runs the job): the new version's references
+    are queued and judged; after the reveal, on every split at once."""
+    package = small_package(tmp_path, SLUG)
+    (package / "statement.md").write_text("# Second edition\n")
+    archive = io.BytesIO()
+    with zipfile.ZipFile(archive, "w") as zf:
+        for path in sorted(package.rglob("*")):
+            if path.is_file():
+                zf.write(path, path.relative_to(package.parent))
+    reply = service.api(
+        "POST", "/api/v1/admin/problems", files={"file": ("v2.zip", archive.getvalue())}
+    )
+    assert reply.status_code == 202, reply.text
+    job = wait_for(
+        lambda: (j := service.api("GET", reply.json()["url"]).json())["status"]
+        in ("done", "failed") and j,
+        120, "the import job",
+    )  # fmt: skip
+    assert job["status"] == "done" and job["version"] == 2, job
+    assert board(service)["version"] == 2
+    rows = baselines_judged(service, hidden=True)
+    assert {r["submission_id"] for r in rows}.isdisjoint({submitted["id"]})
+    assert all(r["hidden_score"] is not None for r in rows)
+    assert board(service)["rows"] == []  # version 2: nobody has submitted yet
