@@ -21,7 +21,16 @@ from sqlalchemy.orm import Session
 
 from api import queue
 from api.blobs import blob_store
-from api.db.models import Baseline, Contest, Judging, ProblemVersion, Submission, Team, User
+from api.db.models import (
+    Baseline,
+    Contest,
+    Judging,
+    Problem,
+    ProblemVersion,
+    Submission,
+    Team,
+    User,
+)
 from api.db.session import session_scope
 from api.settings import Settings
 from judge.references import LEVELS, baselines_for
@@ -85,9 +94,15 @@ def _language(filename: str) -> str:
     return "archive" if kind in ("zip", "tar") else kind
 
 
-def send(settings: Settings) -> int:
-    """Enqueue every queued baseline judging (after the commit that made it); a lost
-    message is re-sent by the reaper. Returns how many were sent."""
+def catch_up(settings: Settings) -> int:
+    """Make the baselines every current version lacks (one imported while they were off,
+    or before this service had them), then enqueue every queued baseline judging (after
+    the commit that made it; a lost message is re-sent by the reaper). Returns how many
+    were sent."""
+    with session_scope(settings.database_url) as db:
+        current = select(Problem.current_version_id).where(Problem.current_version_id.is_not(None))
+        for version in db.scalars(select(ProblemVersion).where(ProblemVersion.id.in_(current))):
+            create_for(db, settings, version)
     with session_scope(settings.database_url) as db:
         ids = list(
             db.scalars(
@@ -117,7 +132,8 @@ def after_reveal(db: Session) -> int:
     only; `send` enqueues them once committed. A baseline still queued needs none: it
     will run every split."""
     made = 0
-    for base in db.scalars(select(Baseline)):
+    current = select(Problem.current_version_id)
+    for base in db.scalars(select(Baseline).where(Baseline.version_id.in_(current))):
         sub = base.submission
         waiting = db.scalar(
             select(Judging.id).where(Judging.submission_id == sub.id, Judging.status == "queued")

@@ -42,7 +42,7 @@ def bootstrap(
         else:
             user = admin.create_user(db, admin_name, password, None, True, None)
             token = new_token(db, user, "bootstrap")
-    baselines.send(settings)  # the new versions' reference planners, once committed
+    baselines.catch_up(settings)  # the new versions' reference planners, once committed
     return token
 
 

@@ -6,6 +6,9 @@ contestants; hidden scores only for whoever may see them (api.submissions)."""
 
 from __future__ import annotations
 
+import threading
+import time
+from collections import OrderedDict
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -13,12 +16,16 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from api import baselines
+from api.db import board
 from api.db.models import Contest, Submission, Team, User, aware, utcnow
 from api.problems import current_version
 from api.submissions import hidden_visible
 from judge.pictures.history import Reference, Series, history_svg
 
 TOP_TEAMS = 5  # and the viewer's own team
+CACHED_CHARTS = 512  # per process
+_cache: OrderedDict[tuple, str] = OrderedDict()
+_lock = threading.Lock()
 
 
 @dataclass(frozen=True)
@@ -30,7 +37,27 @@ class Chart:
 def charts(db: Session, slug: str, viewer: User | None) -> list[Chart]:
     """The public chart, and the hidden one for whoever may see hidden scores."""
     shown = ["public_score"] + (["hidden_score"] if hidden_visible(db, viewer) else [])
-    return [Chart(key, chart_svg(db, slug, viewer, key)) for key in shown]
+    return [Chart(key, cached_svg(db, slug, viewer, key)) for key in shown]
+
+
+def cached_svg(db: Session, slug: str, viewer: User | None, score: str) -> str:
+    """chart_svg, drawn once per board change, viewer class and minute (the time axis
+    ends now) in this process: a board page reloaded all contest long costs one query."""
+    state = board.snapshot(db, slug)
+    who = "admin" if viewer and viewer.is_admin else f"team{viewer.team_id if viewer else 0}"
+    key = (str(db.get_bind().url), state.version_id, state.counter, who, score,
+           int(time.time() // 60))  # fmt: skip
+    with _lock:
+        found = _cache.get(key)
+        if found is not None:
+            _cache.move_to_end(key)
+            return found
+    svg = chart_svg(db, slug, viewer, score)
+    with _lock:
+        _cache[key] = svg
+        while len(_cache) > CACHED_CHARTS:
+            _cache.popitem(last=False)
+    return svg
 
 
 def chart_svg(db: Session, slug: str, viewer: User | None, score: str) -> str:

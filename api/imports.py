@@ -143,7 +143,7 @@ def run_job(settings: Settings, job_id: int) -> str:
                 ),
             )
         status = "done"
-        baselines.send(settings)
+        baselines.catch_up(settings)
     except ServiceError as exc:
         status, version_id, detail = "failed", None, exc.message
     except Exception as exc:

@@ -180,7 +180,7 @@ def put_contest(body: ContestIn, user: Admin, db: DB, settings: Config) -> dict[
     changes = body.model_dump(exclude_unset=True)
     answer = admin.contest_dict(admin.update_contest(db, user, changes))
     db.commit()
-    baselines.send(settings)  # the reveal queues the baselines' hidden cases
+    baselines.catch_up(settings)  # the reveal and the switch queue baseline judgings
     return answer
 
 

@@ -44,7 +44,7 @@ def get_history(slug: str, db: DB, viewer: Viewer, score: Score = "public_score"
     """The best scores over time (top teams, the viewer's team, the references) as SVG."""
     if score == "hidden_score" and not submissions.hidden_visible(db, viewer):
         raise Forbidden("hidden scores show only after the reveal")
-    svg = history.chart_svg(db, slug, viewer, score)
+    svg = history.cached_svg(db, slug, viewer, score)
     return Response(svg, media_type="image/svg+xml", headers={"Cache-Control": "no-store"})
 
 

@@ -246,8 +246,10 @@ def test_the_reveal_judges_the_baselines_hidden_cases(
 def test_an_imported_version_gets_its_baselines_judged(
     service: Service, tmp_path: Path, submitted: dict
 ) -> None:
-    """Through the organizer's import (a worker runs the job): the new version's references
-    are queued and judged; after the reveal, on every split at once."""
+    """Through the organizer's import (a worker runs the job), while the organizer hides
+    the baselines: none are made; switched on, the service makes and judges the new
+    version's, after the reveal on every split at once."""
+    assert service.api("PUT", "/api/v1/admin/contest", json={"baselines": False}).is_success
     package = small_package(tmp_path, SLUG)
     (package / "statement.md").write_text("# Second edition\n")
     archive = io.BytesIO()
@@ -266,6 +268,9 @@ def test_an_imported_version_gets_its_baselines_judged(
     )  # fmt: skip
     assert job["status"] == "done" and job["version"] == 2, job
     assert board(service)["version"] == 2
+    listed = service.api("GET", "/api/v1/submissions", params={"limit": 200}).json()
+    assert all(s["problem_version"] == 1 for s in listed)  # no baseline of version 2 yet
+    assert service.api("PUT", "/api/v1/admin/contest", json={"baselines": True}).is_success
     rows = baselines_judged(service, hidden=True)
     assert {r["submission_id"] for r in rows}.isdisjoint({submitted["id"]})
     assert all(r["hidden_score"] is not None for r in rows)

@@ -109,7 +109,7 @@ def admin_contest(
         return "contest settings saved"
 
     answer = _act(request, db, "/admin", act, partial(_admin_home, request, db, user))
-    reference.send(request.app.state.settings)  # the reveal queues the baselines' hidden cases
+    reference.catch_up(request.app.state.settings)  # the reveal, the switch: judgings
     return answer
 
 
