@@ -159,13 +159,14 @@ def _claim(settings: Settings, judging_id: int, worker: str) -> str | Claim:
         db.execute(delete(CaseResultRow).where(CaseResultRow.judging_id == j.id))
         sub = j.submission
         version = sub.version
+        split = baselines.split_for(db, sub)
+        weights = {c.name: c.weight for c in version.cases if split in ("all", c.split)}
         sub.status = "running"
-        sub.status_detail = f"judging on {worker}: 0 of {len(version.cases)} cases"
+        sub.status_detail = f"judging on {worker}: 0 of {len(weights)} cases"
         news.after_commit(db, sub.id, queue=True)  # live events: it left the queue
-        weights = {c.name: c.weight for c in version.cases}
         return Claim(
             j.attempt, version.package_blob, version.package_path, sub.sha256, sub.filename,
-            weights, baselines.split_for(db, sub),
+            weights, split,
         )  # fmt: skip
 
 
