@@ -8,7 +8,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from api import queue
+from api import baselines, queue
 from api.audit import record
 from api.auth import hash_password, new_token
 from api.db.models import Contest, Judging, Submission, Team, User, aware
@@ -171,17 +171,24 @@ def contest(db: Session) -> Contest:
 
 def update_contest(db: Session, actor: User | None, changes: dict[str, Any]) -> Contest:
     row = contest(db)
-    allowed = {"title", "start_at", "end_at", "freeze_at", "hidden_revealed", "hidden_detail"}
+    allowed = {"title", "start_at", "end_at", "freeze_at", "hidden_revealed", "hidden_detail",
+               "baselines"}  # fmt: skip
     unknown = set(changes) - allowed
     if unknown:
         raise ServiceError(f"unknown contest settings: {', '.join(sorted(unknown))}")
+    for switch in ("hidden_revealed", "baselines"):  # null would be a NOT NULL error (500)
+        if switch in changes and not isinstance(changes[switch], bool):
+            raise ServiceError(f"{switch} is true or false", 422)
     detail = changes.get("hidden_detail", row.hidden_detail)
     if detail not in HIDDEN_DETAILS:
         raise ServiceError(
             f"hidden_detail must be one of {', '.join(HIDDEN_DETAILS)}, not {detail!r}", 422
         )
+    revealing = bool(changes.get("hidden_revealed")) and not row.hidden_revealed
     for key, value in changes.items():
         setattr(row, key, value)
+    if revealing:  # the baselines' hidden cases are judged now (sent after the commit)
+        baselines.after_reveal(db)
     start, end = row.start_at, row.end_at
     if isinstance(start, datetime) and isinstance(end, datetime) and aware(end) <= aware(start):
         raise ServiceError("the contest must end after it starts")
@@ -200,4 +207,5 @@ def contest_dict(row: Contest) -> dict[str, Any]:
         "freeze_at": iso(row.freeze_at),
         "hidden_revealed": row.hidden_revealed,
         "hidden_detail": row.hidden_detail,
+        "baselines": row.baselines,
     }

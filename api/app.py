@@ -85,9 +85,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_middleware(InFlight, limit=requests_in_flight())  # below the connection pool
     _errors(app)
     app.add_middleware(AccessLog)  # outermost of ours: the time of the whole request
-    from api import pages, routes_admin, routes_tokens, routes_v1
+    from api import pages, routes_admin, routes_tokens, routes_v1, routes_views
 
     app.include_router(routes_v1.router)
+    app.include_router(routes_views.router)
     app.include_router(routes_admin.router)
     app.include_router(routes_tokens.admin_router)
     app.include_router(routes_tokens.own_router)

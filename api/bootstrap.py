@@ -10,7 +10,7 @@ from pathlib import Path
 
 from sqlalchemy import select
 
-from api import admin, problems
+from api import admin, baselines, problems
 from api.auth import new_token, token_hash
 from api.db.models import ApiToken, User, aware, utcnow
 from api.db.session import migrate, session_scope
@@ -38,9 +38,12 @@ def bootstrap(
             )
         admin.contest(db)
         if db.scalar(select(User).where(User.username == admin_name)):
-            return None
-        user = admin.create_user(db, admin_name, password, None, True, None)
-        return new_token(db, user, "bootstrap")
+            token = None
+        else:
+            user = admin.create_user(db, admin_name, password, None, True, None)
+            token = new_token(db, user, "bootstrap")
+    baselines.catch_up(settings)  # the new versions' reference planners, once committed
+    return token
 
 
 def fresh_token(settings: Settings, admin_name: str) -> str:

@@ -21,7 +21,7 @@ from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 from starlette.requests import Request
 
-from api import problems, queue
+from api import baselines, problems, queue
 from api.blobs import BlobCorrupt, BlobMissing, blob_store
 from api.db.models import ImportJob, ProblemVersion, User, aware, utcnow
 from api.db.session import session_scope
@@ -143,6 +143,7 @@ def run_job(settings: Settings, job_id: int) -> str:
                 ),
             )
         status = "done"
+        baselines.catch_up(settings)
     except ServiceError as exc:
         status, version_id, detail = "failed", None, exc.message
     except Exception as exc:

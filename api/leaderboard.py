@@ -21,6 +21,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session, joinedload
 
+from api import baselines
 from api.db import board
 from api.db.models import Contest, Submission, Team, User, aware
 from api.problems import current_version
@@ -89,6 +90,7 @@ def leaderboard(db: Session, slug: str, viewer: User | None) -> dict[str, Any]:
             Submission.public_score.is_not(None),
             Submission.disqualified.is_(False),
             Team.disqualified.is_(False),
+            Team.system.is_(False),  # the baselines' own team: shown apart, never ranked
         )
         .options(joinedload(Submission.team))  # the rows' team names: no query per team
     )
@@ -109,6 +111,7 @@ def leaderboard(db: Session, slug: str, viewer: User | None) -> dict[str, Any]:
         "hidden_revealed": bool(contest and contest.hidden_revealed),
         "ranked_by": key,
         "rows": [_row(i + 1, s, revealed) for i, s in enumerate(rows)],
+        "baselines": baselines.rows(db, version.id, revealed),
     }
 
 

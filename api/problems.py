@@ -12,6 +12,7 @@ from pathlib import Path
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from api import baselines
 from api.audit import record
 from api.blobs import blob_store
 from api.blobs.packages import package_root, put_package
@@ -64,6 +65,7 @@ def import_package(
     blob = put_package(blob_store(settings), package.root)
     version = _version_row(db, problem, number, package, digest, blob)
     problem.current_version_id = version.id
+    baselines.create_for(db, settings, version)  # judged once committed (baselines.send)
     record(db, actor, "import_problem", package.slug, {"version": number, "sha256": digest})
     return version
 

@@ -10,7 +10,7 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse
 from pydantic import AfterValidator, BaseModel, Field, field_validator
 
-from api import admin, audit, imports, problems, queue
+from api import admin, audit, baselines, imports, problems, queue
 from api.audit import record
 from api.auth import expiry, iso, utc
 from api.deps import DB, Admin, Config, Id
@@ -82,6 +82,8 @@ class ContestIn(Body):
     hidden_revealed: bool | None = None
     # What contestants see of a hidden case before the reveal (api.submissions).
     hidden_detail: Literal["verdict", "judged"] | None = None
+    # Whether the reference planners show as baselines on the boards (api.baselines).
+    baselines: bool | None = None
 
 
 PACKAGE_FORM = form_schema("a problem package as .zip or .tar.gz", {})
@@ -174,9 +176,12 @@ def get_contest(user: Admin, db: DB) -> dict[str, Any]:
 
 
 @router.put("/contest")
-def put_contest(body: ContestIn, user: Admin, db: DB) -> dict[str, Any]:
+def put_contest(body: ContestIn, user: Admin, db: DB, settings: Config) -> dict[str, Any]:
     changes = body.model_dump(exclude_unset=True)
-    return admin.contest_dict(admin.update_contest(db, user, changes))
+    answer = admin.contest_dict(admin.update_contest(db, user, changes))
+    db.commit()
+    baselines.catch_up(settings)  # the reveal and the switch queue baseline judgings
+    return answer
 
 
 @router.get("/audit")

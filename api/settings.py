@@ -101,6 +101,11 @@ class Settings:
     # data_dir/cache, at most BLOB_CACHE_MB (least recently used goes first).
     blob_store: str = field(default_factory=lambda: _env("BLOB_STORE", ""))
     blob_cache_mb: int = field(default_factory=lambda: _int("BLOB_CACHE_MB", 2048))
+    # Judge the reference planners as baselines when a problem version is imported
+    # (api.baselines); "0": never (the organizer's contest switch only hides them).
+    baselines: bool = field(default_factory=lambda: _env("BASELINES", "1") != "0")
+    # Where contestants pip-install the judge from (the starter kit's README says it).
+    repository_url: str = field(default_factory=lambda: _env("REPOSITORY_URL", ""))
 
     def __post_init__(self) -> None:
         data = self.data_dir

@@ -10,6 +10,9 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 SHARED_DATA = Path(os.environ.get("MEMORACE_SHARED_DATA", ROOT.parent / "shared" / "data"))
 IN_CI = os.environ.get("CI") == "true"
+# In-process services judge no baselines (api.baselines) unless a test asks: they would
+# add the system team's submissions to every test's counts. tests.service does the same.
+os.environ.setdefault("MEMORACE_BASELINES", "0")
 
 
 def shared_data(*parts: str) -> Path:

@@ -250,6 +250,9 @@ def start_service(
     data.mkdir(parents=True, exist_ok=True)
     env = {k: v for k, v in os.environ.items() if not k.startswith("MEMORACE_")}
     env |= {"MEMORACE_DATA_DIR": str(data), "MEMORACE_SANDBOX": sandbox, "PYTHONUNBUFFERED": "1"}
+    # The reference planners are judged as baselines only where a test asks for them
+    # (extra_env MEMORACE_BASELINES=1): elsewhere they would queue before its own work.
+    env["MEMORACE_BASELINES"] = "0"
     if database_url:
         env["MEMORACE_DATABASE_URL"] = database_url
     if broker_url:
@@ -319,7 +322,8 @@ def serve_script(tmp: Path, extra_env: dict[str, str] | None = None) -> Iterator
     data, port = tmp / "data", free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("MEMORACE_")}
     env |= {"MEMORACE_DATA_DIR": str(data), "MEMORACE_SANDBOX": "local", "PORT": str(port),
-            "VENV": str(VENV_BIN.parent), **(extra_env or {})}  # fmt: skip
+            "VENV": str(VENV_BIN.parent), "MEMORACE_BASELINES": "0",
+            **(extra_env or {})}  # fmt: skip
     with (tmp / "serve.log").open("wb") as log:
         proc = subprocess.Popen(
             [str(ROOT / "scripts" / "serve")], cwd=ROOT, env=env, stdout=log,

@@ -2,7 +2,10 @@
 by Playwright, headless) talks to uvicorn; a Celery worker process judges with the local
 sandbox over the embedded broker. A contestant logs in through the form, submits a
 planner through the form, watches the page update live until it is judged, opens the
-plan picture; the screenshot goes to tests/artifacts/browser-submission.png.
+plan picture; the screenshot goes to tests/artifacts/browser-submission.png. Then the
+board with the reference planners' baseline rows and the score-history chart, the
+per-case comparison on the submission page and the starter-kit download (screenshots
+browser-board.png, browser-compare.png; the kit as browser-starter-kit.zip).
 
 Needs /usr/bin/chromium (scripts/prepare test installs it): skipped without it, except in
 CI (CI=true), where it fails instead. Playwright's own browser downloads are never used.
@@ -11,6 +14,7 @@ CI (CI=true), where it fails instead. Playwright's own browser downloads are nev
 from __future__ import annotations
 
 import re
+import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -46,7 +50,10 @@ def need_browser() -> None:
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Service]:
     need_browser()
     tmp = tmp_path_factory.mktemp("browser")
-    service = start_service(tmp, [small_package(tmp, PROBLEM)], sandbox="local")
+    service = start_service(
+        tmp, [small_package(tmp, PROBLEM)], sandbox="local",
+        extra_env={"MEMORACE_BASELINES": "1"},  # the board's reference rows
+    )  # fmt: skip
     try:
         service.start_worker("w1")
         yield service
@@ -70,18 +77,21 @@ def page(stack: Service) -> Iterator:
             browser.close()
 
 
-def test_submit_and_watch_in_a_browser(stack: Service, page) -> None:
-    from playwright.sync_api import expect
-
-    stack.add_team("Lovelace", "ada")
-    problems: list[str] = []  # console errors, e.g. a CSP violation or a failed fetch
+def watch(page) -> list[str]:
+    """Console errors (a CSP violation is one), page errors and failed requests."""
+    problems: list[str] = []
     page.on("console", lambda m: problems.append(m.text) if m.type == "error" else None)
     page.on("pageerror", lambda e: problems.append(str(e)))
     page.on(
         "response", lambda r: problems.append(f"{r.status} {r.url}") if r.status >= 400 else None
     )
+    return problems
 
-    # A page that needs a login leads to the form, and back after it.
+
+def log_in(page) -> None:
+    """A page that needs a login leads to the form, and back after it."""
+    from playwright.sync_api import expect
+
     page.goto("/submissions")
     expect(page).to_have_url(re.compile(r"/login\?next=/submissions$"))
     page.get_by_label("Username").fill("ada")
@@ -89,6 +99,14 @@ def test_submit_and_watch_in_a_browser(stack: Service, page) -> None:
     page.get_by_role("button", name="Log in").click()
     expect(page).to_have_url(re.compile(r"/submissions$"))
     expect(page.locator("header .me")).to_contain_text("ada · Lovelace")
+
+
+def test_submit_and_watch_in_a_browser(stack: Service, page) -> None:
+    from playwright.sync_api import expect
+
+    stack.add_team("Lovelace", "ada")
+    problems = watch(page)
+    log_in(page)
 
     page.get_by_role("link", name="Submit", exact=True).click()
     page.get_by_label("Problem").select_option(PROBLEM)
@@ -120,4 +138,56 @@ def test_submit_and_watch_in_a_browser(stack: Service, page) -> None:
 
     page.goto(f"/problems/{PROBLEM}/leaderboard")
     expect(page.locator("tr.own")).to_contain_text("Lovelace")
+    assert problems == [], problems
+
+
+def test_board_baselines_chart_comparison_and_starter_kit(stack: Service, page) -> None:
+    """After the first test (ada's judged submission): what she looks at all contest long."""
+    from playwright.sync_api import expect
+
+    problems = watch(page)
+    log_in(page)
+
+    # The board: three baseline rows once the worker has judged the references.
+    page.goto(f"/problems/{PROBLEM}/leaderboard")
+    judged = "tr.baseline:not(:has-text('queued')):not(:has-text('running'))"
+    for _ in range(150):
+        if page.locator(judged).count() == 3:
+            break
+        page.wait_for_timeout(2000)
+        page.reload()
+    expect(page.locator(judged)).to_have_count(3)
+    for level in ("naive", "greedy", "strong"):
+        expect(page.locator(f"tr.baseline.{level}")).to_contain_text(f"{level} reference")
+    expect(page.locator("tr.own")).to_contain_text("Lovelace")
+    shown = page.locator("table.board tbody td:nth-child(3)").all_inner_texts()
+    scores = [float(s) for s in shown]
+    assert scores == sorted(scores, reverse=True), shown  # baselines where they would rank
+    chart = page.locator("section.history svg")
+    expect(chart).to_have_count(1)  # a contestant: the public scores only
+    expect(chart).to_be_visible()
+    expect(chart.locator("line.reference")).to_have_count(3)
+    expect(chart.locator("g.team.own polyline")).to_have_count(1)
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "browser-board.png"), full_page=True)
+
+    # Where the points went: her submission's public cases beside the best of each.
+    page.locator("tr.own a").click()
+    expect(page).to_have_url(re.compile(r"/submissions/\d+$"))
+    compare = page.locator("#compare table.compare tbody tr")
+    expect(compare).to_have_count(2)  # the two public cases, none hidden before the reveal
+    expect(page.locator("#compare .split.hidden")).to_have_count(0)
+    page.locator("#compare").scroll_into_view_if_needed()
+    page.screenshot(path=str(ARTIFACTS / "browser-compare.png"), full_page=True)
+
+    # The starter kit, from the problem page.
+    page.goto(f"/problems/{PROBLEM}")
+    with page.expect_download() as download:
+        page.get_by_role("link", name="Starter kit (zip)").click()
+    kit = ARTIFACTS / "browser-starter-kit.zip"
+    download.value.save_as(kit)
+    with zipfile.ZipFile(kit) as zf:
+        names = zf.namelist()
+    assert any(n.endswith("/planner.py") for n in names), names
+    assert any(n.endswith("/README.md") for n in names), names
     assert problems == [], problems

@@ -68,6 +68,7 @@ def stack_env(tmp_path: Path) -> Iterator[dict[str, str]]:
         "COMPOSE_PROJECT_NAME": f"memorace-ci-{os.getpid()}",
         "MEMORACE_PORT": str(free_port()),
         "MEMORACE_DATA_DIR": str(tmp_path / "data"),
+        "MEMORACE_BASELINES": "0",  # the walkthrough's two judgings, not nine baselines first
     }
     try:
         yield env

@@ -10,16 +10,18 @@ not depend on the sandbox, and the Docker one is exercised by tests/test_service
 
 from __future__ import annotations
 
+import io
 import json
 import re
 import subprocess
+import zipfile
 from types import SimpleNamespace
 
 import httpx
 import pytest
 
 from api.submissions import JUDGED, WITHHELD, shown_detail
-from tests.service import VENV_BIN, Service, start_service
+from tests.service import VENV_BIN, Service, start_service, wait_for
 from tests.test_service_e2e import backends, follow_events
 
 SLUG = "secret"
@@ -81,7 +83,9 @@ def service(request, tmp_path_factory):
     for name, text in CASES.items():
         (package / "data" / f"{name}.csv").write_text(text)
     with backends(request.param) as (db_url, broker_url):
-        svc = start_service(tmp, [package], db_url, broker_url, "local")
+        svc = start_service(
+            tmp, [package], db_url, broker_url, "local", extra_env={"MEMORACE_BASELINES": "1"}
+        )
         try:
             svc.start_worker("w1")
             yield svc
@@ -123,11 +127,16 @@ def views(service: Service, token: str, sub_id: int) -> tuple[str, list[dict]]:
         f"/submissions/{sub_id}/live",
         "/submissions",
         f"/api/v1/leaderboard/{SLUG}",
-        f"/problems/{SLUG}/leaderboard",
+        f"/problems/{SLUG}/leaderboard",  # with the baselines and the history chart
+        f"/api/v1/submissions/{sub_id}/comparison",
+        f"/api/v1/problems/{SLUG}/history.svg",
+        "/api/v1/exports/mine?format=csv",
+        "/api/v1/exports/mine?format=json",
     ):
         reply = get(path)
         assert reply.status_code == 200, (path, reply.text)
         texts.append(reply.text)
+    bodies += get("/api/v1/exports/mine?format=json").json()  # a case result per row
     cli = memorace(service, token, "status", str(sub_id))
     assert "None" not in cli and "Traceback" not in cli, cli
     texts.append(cli)
@@ -197,6 +206,7 @@ def test_hidden_cases_show_their_verdict_or_less_until_the_reveal(service: Servi
         assert body.get("hidden_score") is None
     detail = service.api("GET", f"/api/v1/submissions/{sub_id}", token).json()["status_detail"]
     assert detail == "judged (judge): 1 OK; 2 hidden judged"  # no hidden verdict counts
+    views_apart(service, token, secrets)
     assert service.api("GET", f"/submissions/{sub_id}?case=sec-a", token).status_code == 404
 
     # The setting is the organizer's: other values are refused, in the API and the form.
@@ -228,6 +238,39 @@ def test_hidden_cases_show_their_verdict_or_less_until_the_reveal(service: Servi
     assert mine["status_detail"] == full["status_detail"]
     picture = service.api("GET", f"/submissions/{sub_id}?case=sec-a", token)
     assert picture.status_code == 200 and "<svg" in picture.text
+
+
+def views_apart(service: Service, token: str, secrets: list[str]) -> None:
+    """Before the reveal: the starter kit holds nothing of a hidden case (not its name);
+    the comparison no hidden row; the baselines no hidden score (their hidden split is
+    not even judged yet); the organizer's exports and the hidden chart are refused."""
+    kit = service.api("GET", f"/api/v1/problems/{SLUG}/starter-kit", token)
+    assert kit.status_code == 200
+    with zipfile.ZipFile(io.BytesIO(kit.content)) as zf:
+        files = {n: zf.read(n).decode(errors="replace") for n in zf.namelist()}
+    assert not any(n.endswith(("sec-a.csv", "sec-b.csv")) for n in files), list(files)
+    for text in files.values():
+        assert "sec-a" not in text and "sec-b" not in text and str(SIZE_A) not in text
+        assert not any(secret in text for secret in secrets)
+
+    # Wait for the baselines (the worker judges them after the contestant's submission).
+    def judged_baselines() -> list[dict] | None:
+        rows = service.api("GET", f"/api/v1/leaderboard/{SLUG}").json()["baselines"]
+        return [r for r in rows if r["status"] == "done"] or None
+
+    rows = wait_for(judged_baselines, 120, "a judged baseline")
+    assert all(r["hidden_score"] is None for r in rows)  # not judged, even for organizers
+    for r in rows:
+        judged = service.api("GET", f"/api/v1/submissions/{r['submission_id']}").json()
+        assert {c["split"] for c in judged["results"]} == {"public"}
+    sub_id = service.api("GET", "/api/v1/submissions", token).json()[0]["id"]
+    compared = service.api("GET", f"/api/v1/submissions/{sub_id}/comparison", token).json()
+    assert [r["split"] for r in compared["rows"]] == ["public"]
+    for what in ("standings", "results", "audit"):
+        assert service.api("GET", f"/api/v1/admin/exports/{what}", token).status_code == 403
+    hidden_chart = f"/api/v1/problems/{SLUG}/history.svg?score=hidden_score"
+    assert service.api("GET", hidden_chart, token).status_code == 403
+    assert service.api("GET", hidden_chart).status_code == 200  # the organizer's
 
 
 @pytest.mark.parametrize("policy", ["verdict", "judged"])

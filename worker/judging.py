@@ -20,7 +20,7 @@ from typing import Any
 from sqlalchemy import delete, func, select, update
 from sqlalchemy.orm import Session
 
-from api import news, queue
+from api import baselines, news, queue
 from api.blobs import BlobCorrupt, BlobMissing, blob_store, plan_file
 from api.blobs.packages import package_root
 from api.db.models import Case, CaseResultRow, Judging, ProblemVersion, Submission, aware, utcnow
@@ -83,7 +83,7 @@ def _judge(
     report = judge_planner(
         problem,
         artifact,
-        split="all",
+        split=claimed.split,
         on_result=lambda r: _store(url, judging_id, attempt, r, weights),
         sandbox=box,
         gpu_slot=gpu_slot,
@@ -137,6 +137,7 @@ class Claim:
     sha256: str
     filename: str
     weights: dict[str, float]
+    split: str = "all"  # a baseline's: "public" until the reveal (api.baselines)
 
 
 def _claim(settings: Settings, judging_id: int, worker: str) -> str | Claim:
@@ -158,13 +159,14 @@ def _claim(settings: Settings, judging_id: int, worker: str) -> str | Claim:
         db.execute(delete(CaseResultRow).where(CaseResultRow.judging_id == j.id))
         sub = j.submission
         version = sub.version
+        split = baselines.split_for(db, sub)
+        weights = {c.name: c.weight for c in version.cases if split in ("all", c.split)}
         sub.status = "running"
-        sub.status_detail = f"judging on {worker}: 0 of {len(version.cases)} cases"
+        sub.status_detail = f"judging on {worker}: 0 of {len(weights)} cases"
         news.after_commit(db, sub.id, queue=True)  # live events: it left the queue
-        weights = {c.name: c.weight for c in version.cases}
         return Claim(
             j.attempt, version.package_blob, version.package_path, sub.sha256, sub.filename,
-            weights,
+            weights, split,
         )  # fmt: skip
 
 

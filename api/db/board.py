@@ -33,7 +33,7 @@ from api.db.models import BoardState, Case, Contest, Problem, Submission, Team
 WATCHED: dict[type, tuple[str, ...]] = {
     Submission: ("status", "public_score", "hidden_score", "disqualified", "version_id"),
     Team: ("disqualified", "name"),
-    Contest: ("freeze_at", "hidden_revealed"),
+    Contest: ("freeze_at", "hidden_revealed", "baselines"),
 }
 
 

@@ -18,6 +18,8 @@ from sqlalchemy import (
     String,
     Text,
     UniqueConstraint,
+    false,
+    true,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
@@ -51,6 +53,9 @@ class Team(Base):
     id: Mapped[int] = mapped_column(primary_key=True)
     name: Mapped[str] = mapped_column(String(100), unique=True)
     disqualified: Mapped[bool] = mapped_column(Boolean, default=False)
+    # The service's own team (api.baselines): its submissions are the reference planners,
+    # shown as labelled baselines, never ranked among the contestants.
+    system: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
     created_at: Mapped[datetime] = mapped_column(Stamp, default=utcnow)
 
 
@@ -229,6 +234,21 @@ class Contest(Base):
     # What contestants see of a hidden case before reveal: "verdict" (its verdict
     # only) or "judged" (only that it was judged).
     hidden_detail: Mapped[str] = mapped_column(String(16), default="verdict")
+    # Whether the reference planners show as baselines on the boards (api.baselines).
+    baselines: Mapped[bool] = mapped_column(Boolean, default=True, server_default=true())
+
+
+class Baseline(Base):
+    """A reference planner judged as a baseline on a problem version (api.baselines)."""
+
+    __tablename__ = "baselines"
+    __table_args__ = (UniqueConstraint("version_id", "name"),)
+    id: Mapped[int] = mapped_column(primary_key=True)
+    version_id: Mapped[int] = mapped_column(ForeignKey("problem_versions.id"), index=True)
+    name: Mapped[str] = mapped_column(String(20))  # naive | greedy | strong
+    submission_id: Mapped[int] = mapped_column(ForeignKey("submissions.id"))
+    created_at: Mapped[datetime] = mapped_column(Stamp, default=utcnow)
+    submission: Mapped[Submission] = relationship()
 
 
 class ImportJob(Base):

@@ -12,7 +12,7 @@ from fastapi.responses import JSONResponse, Response
 from markupsafe import Markup
 from sqlalchemy.orm import Session
 
-from api import problems, submissions
+from api import baselines, compare, history, problems, submissions
 from api.auth import end_session
 from api.blobs import plan_file
 from api.db.models import Contest, Submission, User
@@ -131,6 +131,8 @@ def leaderboard_page(slug: str, request: Request, db: DB, viewer: Viewer) -> Res
         "leaderboard.html",
         viewer,
         board=board,
+        rows=baselines.interleave(board),
+        charts=[(c.score, Markup(c.svg)) for c in history.charts(db, slug, viewer)],
         version=problems.current_version(db, slug),
         own_team=viewer.team.name if viewer and viewer.team else None,
     )
@@ -244,7 +246,10 @@ def submission_page(
     sub = submissions.get_submission(db, sub_id, user)
     context = _live_context(db, sub, user)
     picture = _picture(settings, sub, context["rows"], case) if case else None
-    return render(request, "submission.html", user, **context, picture=picture, case=case)
+    compared = compare.comparison(db, sub, user) if sub.status == "done" else None
+    return render(
+        request, "submission.html", user, **context, picture=picture, case=case, compared=compared
+    )
 
 
 @router.get("/submissions/{sub_id}/live")

@@ -15,6 +15,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from api import admin, audit, auth, imports, problems, queue
+from api import baselines as reference
 from api.audit import record
 from api.db.models import Submission, Team, User
 from api.deps import DB, Admin, Config
@@ -90,6 +91,7 @@ def admin_contest(
     freeze_at: Annotated[str, Form()] = "",
     hidden_revealed: Annotated[str, Form()] = "",
     hidden_detail: Annotated[str, Form()] = "",
+    baselines: Annotated[str, Form()] = "",
 ) -> Response:
     def act() -> str:
         changes = {
@@ -101,10 +103,20 @@ def admin_contest(
         }
         if hidden_detail:  # a form without the field keeps the setting
             changes["hidden_detail"] = hidden_detail
+        if baselines:  # "shown" | "hidden"; likewise
+            changes["baselines"] = baselines_switch(baselines)
         admin.update_contest(db, user, changes)
         return "contest settings saved"
 
-    return _act(request, db, "/admin", act, partial(_admin_home, request, db, user))
+    answer = _act(request, db, "/admin", act, partial(_admin_home, request, db, user))
+    reference.catch_up(request.app.state.settings)  # the reveal, the switch: judgings
+    return answer
+
+
+def baselines_switch(value: str) -> bool:
+    if value not in ("shown", "hidden"):
+        raise ServiceError(f"baselines must be shown or hidden, not {value!r}", 422)
+    return value == "shown"
 
 
 def _act(

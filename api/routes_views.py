@@ -1,0 +1,87 @@
+"""What contestants and organizers look at beyond the board: the starter kit, the
+per-case comparison, the score-history chart and the exports (API; the pages link here)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, Query
+from fastapi.responses import Response
+
+from api import compare, exports, history, problems, submissions
+from api.deps import DB, Admin, Config, Contestant, Id, Viewer
+from api.errors import Forbidden
+from judge.starterkit import starter_kit
+
+router = APIRouter(prefix="/api/v1", tags=["views"])
+Format = Annotated[Literal["csv", "json"], Query(description="csv or json")]
+Slug = Annotated[str | None, Query(max_length=64, description="one problem; default: all")]
+Score = Annotated[Literal["public_score", "hidden_score"], Query()]
+EXPORTS = {
+    "standings": exports.STANDINGS,
+    "results": exports.RESULTS,
+    "audit": exports.AUDIT,
+}
+
+
+@router.get("/problems/{slug}/starter-kit", response_class=Response)
+def get_starter_kit(slug: str, db: DB, settings: Config) -> Response:
+    """The current version's starter kit (zip): public cases, contract, templates, command."""
+    package = problems.package_of(settings, problems.current_version(db, slug))
+    name, data = starter_kit(package, settings.repository_url)
+    return Response(data, media_type="application/zip", headers=_attachment(name))
+
+
+@router.get("/submissions/{sub_id}/comparison")
+def get_comparison(sub_id: Id, user: Contestant, db: DB) -> dict[str, Any]:
+    """Per case: this submission's score, the best of any team and of the references,
+    and the problem-score points to gain; public cases only before the reveal."""
+    return compare.comparison(db, submissions.get_submission(db, sub_id, user), user)
+
+
+@router.get("/problems/{slug}/history.svg", response_class=Response)
+def get_history(slug: str, db: DB, viewer: Viewer, score: Score = "public_score") -> Response:
+    """The best scores over time (top teams, the viewer's team, the references) as SVG."""
+    if score == "hidden_score" and not submissions.hidden_visible(db, viewer):
+        raise Forbidden("hidden scores show only after the reveal")
+    svg = history.cached_svg(db, slug, viewer, score)
+    return Response(svg, media_type="image/svg+xml", headers={"Cache-Control": "no-store"})
+
+
+@router.get("/exports/mine", response_class=Response)
+def export_mine(user: Contestant, db: DB, format: Format = "csv") -> Response:
+    """Your team's judged submissions, case by case, as the API shows them to you."""
+    rows = exports.own_results(db, user)
+    return _export(rows, exports.MINE, format, "my-results")
+
+
+@router.get("/admin/exports/{what}", response_class=Response)
+def export_admin(
+    what: Literal["standings", "results", "audit"],
+    user: Admin,
+    db: DB,
+    format: Format = "csv",
+    problem: Slug = None,
+) -> Response:
+    """standings (every board, as organizers see it), results (each judged submission's
+    per-case results) or audit (the audit log, oldest first)."""
+    if what == "standings":
+        rows = exports.standings(db, user, problem)
+    elif what == "results":
+        rows = exports.results(db, problem)
+    else:
+        rows = exports.audit_log(db)
+    return _export(rows, EXPORTS[what], format, what + (f"-{problem}" if problem else ""))
+
+
+def _export(rows: list[dict[str, Any]], columns: tuple[str, ...], fmt: str, name: str) -> Response:
+    if fmt == "csv":
+        body, media = exports.as_csv(rows, columns), "text/csv; charset=utf-8"
+    else:
+        body, media = exports.as_json(rows, columns), "application/json"
+    return Response(body, media_type=media, headers=_attachment(f"{name}.{fmt}"))
+
+
+def _attachment(name: str) -> dict[str, str]:
+    safe = "".join(c if c.isalnum() or c in "._-" else "_" for c in name)
+    return {"Content-Disposition": f'attachment; filename="{safe}"', "Cache-Control": "no-store"}

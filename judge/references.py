@@ -1,0 +1,35 @@
+"""The reference planners of `reference_solutions/` by problem type and level: what the
+service judges as each problem's baselines and what the starter kit hands out as
+templates (every one obeys the planner contract, so each is also a valid submission)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+FOLDER = Path(__file__).resolve().parents[1] / "reference_solutions"
+LEVELS = ("naive", "greedy", "strong")
+BASELINES: dict[str, dict[str, str]] = {
+    "offset": {"naive": "naive.py", "greedy": "greedy_size.cpp", "strong": "strong_search.cpp"},
+    "offload": {
+        "naive": "offload_naive.py",
+        "greedy": "offload_greedy.py",
+        "strong": "offload_strong.cpp",
+    },
+}
+# The starter kit's template per language: the simplest reference that passes.
+TEMPLATES: dict[str, dict[str, str]] = {
+    "offset": {"python": "naive.py", "cpp": "greedy_size.cpp"},
+    "offload": {"python": "offload_naive.py", "cpp": "offload_strong.cpp"},
+}
+
+
+def baselines_for(ptype: str, folder: Path = FOLDER) -> dict[str, Path]:
+    """{level: planner file} for a problem type; levels whose file is missing are left out
+    (an installation without the folder has no baselines, and says so by their absence)."""
+    named = BASELINES.get(ptype, {})
+    return {level: folder / name for level, name in named.items() if (folder / name).is_file()}
+
+
+def templates_for(ptype: str, folder: Path = FOLDER) -> dict[str, Path]:
+    named = TEMPLATES.get(ptype, {})
+    return {lang: folder / name for lang, name in named.items() if (folder / name).is_file()}
