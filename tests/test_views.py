@@ -13,6 +13,7 @@ import json
 import os
 import re
 import shlex
+import sqlite3
 import subprocess
 import zipfile
 from collections.abc import Iterator
@@ -20,6 +21,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import ROOT
 from tests.service import VENV_BIN, Service, small_package, start_service, wait_for
 from tests.test_service_e2e import backends
 
@@ -275,3 +277,26 @@ def test_an_imported_version_gets_its_baselines_judged(
     assert {r["submission_id"] for r in rows}.isdisjoint({submitted["id"]})
     assert all(r["hidden_score"] is not None for r in rows)
     assert board(service)["rows"] == []  # version 2: nobody has submitted yet
+
+
+def test_a_contestant_goes_before_queued_baselines_on_the_embedded_queue(tmp_path) -> None:
+    """The file queue ignores priorities: queued baselines (and rejudges) step back for
+    a fresh submission (worker.judging.Deferred), so a contestant's first submission
+    does not wait behind every baseline judging of every problem."""
+    svc = start_service(
+        tmp_path, [small_package(tmp_path, SLUG)], extra_env={"MEMORACE_BASELINES": "1"}
+    )
+    try:
+        team = svc.add_team("Lovelace", "ada")
+        sub = svc.submit(team, SLUG, ROOT / "reference_solutions/naive.py")  # before a worker
+        svc.start_worker("w1")
+        svc.wait_done(svc.admin_token, sub["id"], timeout=400)
+        db = sqlite3.connect(svc.data_dir / "db.sqlite")
+        started = db.execute(
+            "SELECT s.id, j.started_at FROM judgings j JOIN submissions s"
+            " ON s.id = j.submission_id ORDER BY j.started_at"
+        ).fetchall()
+        first = next(sid for sid, at in started if at is not None)
+        assert first == sub["id"], f"a baseline went first: {started}"
+    finally:
+        svc.stop()

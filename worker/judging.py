@@ -49,6 +49,12 @@ class Busy(Exception):
     """Another live worker seems to run this judging; look again later."""
 
 
+class Deferred(Exception):
+    """Fresher work waits: this judging (a rejudge or a baseline) goes back in line.
+    Redis orders by priority already; the embedded file queue does not, and without
+    this a contestant's first submission waited behind every baseline judging."""
+
+
 class JudgeFault(Exception):
     """Ours, not the contestant's: a JUDGE_ERROR (retried), never a BUILD_ERROR."""
 
@@ -150,6 +156,8 @@ def _claim(settings: Settings, judging_id: int, worker: str) -> str | Claim:
             return j.status  # a redelivery of finished work: nothing to do
         if j.status == "running" and _fresh(j, settings):
             raise Busy(f"judging {judging_id} is running on {j.worker}")
+        if j.status == "queued" and _fresher_waits(db, j):
+            raise Deferred(f"judging {judging_id} waits for fresher judgings")
         if j.status == "running":
             j.reason = _add(j.reason, f"attempt {j.attempt} on {j.worker} was lost; restarted")
         j.attempt += 1
@@ -168,6 +176,11 @@ def _claim(settings: Settings, judging_id: int, worker: str) -> str | Claim:
             j.attempt, version.package_blob, version.package_path, sub.sha256, sub.filename,
             weights, split,
         )  # fmt: skip
+
+
+def _fresher_waits(db: Session, j: Judging) -> bool:
+    fresher = select(Judging.id).where(Judging.status == "queued", Judging.priority < j.priority)
+    return db.scalar(fresher.limit(1)) is not None
 
 
 def _fresh(j: Judging, settings: Settings) -> bool:

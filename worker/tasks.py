@@ -22,6 +22,7 @@ from worker import imports, judging, presence, reaper, scratch
 from worker.celery_app import app, settings
 
 log = logging.getLogger("memorace.worker")
+DEFER_S = 2.0  # a deferred rejudge or baseline looks again this much later
 
 
 def worker_name() -> str:
@@ -94,6 +95,8 @@ def judge(self, judging_id: int) -> str:  # type: ignore[no-untyped-def]
         # Maybe a live worker runs it, maybe a dead one did: look again once the
         # heartbeat would have gone stale.
         raise self.retry(exc=exc, countdown=settings.heartbeat_timeout_s) from None
+    except judging.Deferred as exc:
+        raise self.retry(exc=exc, countdown=DEFER_S) from None
     except Exception as exc:
         log.exception("judging %s failed", judging_id)
         judging.fail_judging(settings, judging_id, f"{type(exc).__name__}: {exc}", retry=True)
