@@ -19,7 +19,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.middleware.sessions import SessionMiddleware
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from api import logs, queue, workers
+from api import logs, news, queue, readcache, workers
 from api.bodylimit import BodyLimit
 from api.broadcast import Broadcaster
 from api.db.session import get_engine, migrate, requests_in_flight, session_scope
@@ -69,6 +69,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     )
     app.state.settings = settings
     app.state.broadcaster = Broadcaster(settings)  # live events; starts with the first stream
+    readcache.install(settings.broker_url)  # our writes are news for the other processes
     app.add_middleware(HeadAsGet)  # innermost: the access log still says HEAD
     app.add_middleware(
         SessionMiddleware,
@@ -102,6 +103,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
 @asynccontextmanager
 async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
+    if news.uses_redis(app.state.settings.broker_url):
+        app.state.broadcaster.start()  # its Redis news also clears api.readcache
     yield
     await app.state.broadcaster.stop()
 
