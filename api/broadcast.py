@@ -28,7 +28,7 @@ from typing import Any
 import anyio
 from sqlalchemy import func, select
 
-from api import news, submissions
+from api import news, readcache, submissions
 from api.db.models import CaseResultRow, Contest, Judging, Submission, User
 from api.db.session import session_scope
 from api.settings import Settings
@@ -295,12 +295,14 @@ class Broadcaster:
                 async with client.pubsub(ignore_subscribe_messages=True) as pubsub:
                     await pubsub.subscribe(name)
                     self.redis_up = True
+                    readcache.clear()  # what was published while we were away
                     log.info("live events: news from Redis channel %s", name)
                     for channel in list(self.channels.values()):
                         self._refresh(channel)  # what was published while we were away
                     async for message in pubsub.listen():
                         parsed = news.parse(message.get("data", b""))
                         if message.get("type") == "message" and parsed:
+                            readcache.clear()  # any news: a write somewhere
                             self.news(*parsed)
             except asyncio.CancelledError:
                 raise

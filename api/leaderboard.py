@@ -7,7 +7,8 @@ the board for contestants (admins see everything).
 
 A board is computed once per change: each API process keeps it, keyed by the problem
 version, the database's board counter (api.db.board) and the viewer's class, so a
-request costs one query (api.db.board.snapshot) while nothing changes; the same key is the ETag.
+request costs one query (api.db.board.snapshot) while nothing changes, and none while
+api.readcache holds that snapshot (at most its STALENESS_S); the key is the ETag.
 """
 
 from __future__ import annotations
@@ -15,13 +16,15 @@ from __future__ import annotations
 import json
 import threading
 from collections import OrderedDict
+from collections.abc import Hashable
 from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session, joinedload
 
-from api import baselines
+from api import baselines, readcache
+from api.caller import Caller
 from api.db import board
 from api.db.models import Contest, Submission, Team, User, aware
 from api.problems import current_version
@@ -37,27 +40,36 @@ class Board:
     encoded: bytes  # the JSON answer, encoded once
 
 
-_cache: OrderedDict[str, Board] = OrderedDict()
+_cache: OrderedDict[tuple[Hashable, str], Board] = OrderedDict()
 _lock = threading.Lock()
+Viewer = User | Caller | None  # Caller: the hot reads' (api.caller)
 
 
-def cached_leaderboard(db: Session, slug: str, viewer: User | None) -> Board:
+def known_board(db: Session, slug: str, viewer: Viewer) -> Board | None:
+    """The board from this process's caches alone (no I/O: api.readcache holds the
+    snapshot), or None: then cached_leaderboard."""
+    state = readcache.known_snapshot(db, slug)
+    if state is None or state.version_id is None:
+        return None
+    with _lock:
+        return _cache.get(_key(db, state, viewer))
+
+
+def cached_leaderboard(db: Session, slug: str, viewer: Viewer) -> Board:
     """The board as `viewer` sees it, from this process's cache while the database's
-    board counter and the problem's version are unchanged: one query (board.snapshot)."""
-    state = board.snapshot(db, slug)
+    board counter and the problem's version are unchanged: one query (board.snapshot),
+    none while api.readcache holds the snapshot."""
+    state = readcache.snapshot(db, slug)
     if state.version_id is None:
         current_version(db, slug)  # says why: no such problem
-    etag = f'"lb-{state.version_id}-{state.counter}-{_viewer_class(state.frozen, viewer)}"'
-    # Keyed by the database too: one process may serve apps on several databases (tests,
-    # an operator's second instance), whose version ids and counters coincide.
-    key = f"{db.get_bind().url}|{etag}"
+    key = _key(db, state, viewer)
     with _lock:
         found = _cache.get(key)
         if found is not None:
             _cache.move_to_end(key)
             return found
     body = leaderboard(db, slug, viewer)
-    made = Board(etag, body, json.dumps(body, separators=(",", ":")).encode())
+    made = Board(key[1], body, json.dumps(body, separators=(",", ":")).encode())
     with _lock:
         _cache[key] = made
         while len(_cache) > CACHED_BOARDS:
@@ -65,7 +77,14 @@ def cached_leaderboard(db: Session, slug: str, viewer: User | None) -> Board:
     return made
 
 
-def _viewer_class(frozen: bool, viewer: User | None) -> str:
+def _key(db: Session, state: board.Snapshot, viewer: Viewer) -> tuple[Hashable, str]:
+    """(the database, the ETag). By database too: one process may serve apps on several
+    (tests, an operator's second instance), whose version ids and counters coincide."""
+    cls = _viewer_class(state.frozen, viewer)
+    return readcache.database(db), f'"lb-{state.version_id}-{state.counter}-{cls}"'
+
+
+def _viewer_class(frozen: bool, viewer: Viewer) -> str:
     """Viewers who see the same board: organizers; while a freeze is set, each team (its
     own newer submissions stay on its board); else every contestant and visitor."""
     if viewer is not None and viewer.is_admin:
@@ -75,7 +94,7 @@ def _viewer_class(frozen: bool, viewer: User | None) -> str:
     return "all"
 
 
-def leaderboard(db: Session, slug: str, viewer: User | None) -> dict[str, Any]:
+def leaderboard(db: Session, slug: str, viewer: Viewer) -> dict[str, Any]:
     version = current_version(db, slug)
     contest = db.get(Contest, 1)
     admin = bool(viewer and viewer.is_admin)

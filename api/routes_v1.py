@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+import json
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import FileResponse, JSONResponse, PlainTextResponse, Response
+from sqlalchemy.orm import Session
 
-from api import events, problems, submissions
-from api.deps import DB, Config, Contestant, Id, Viewer
+from api import events, problems, readcache, submissions
+from api.caller import Caller
+from api.deps import DB, Config, Contestant, ContestantReader, Id, Reader, Viewer
 from api.errors import ServiceError
-from api.leaderboard import cached_leaderboard
+from api.leaderboard import cached_leaderboard, known_board
 from api.uploads import form_schema, read_upload
 from api.workers import QUEUED_NO_WORKER, alive_count
 
@@ -101,15 +104,29 @@ async def submit(request: Request, user: Contestant, db: DB, settings: Config) -
 
 
 @router.get("/submissions")
-def list_subs(
-    user: Contestant, db: DB, response: Response, limit: int = 50, before_id: BeforeId = None
-) -> list[dict[str, Any]]:
+async def list_subs(
+    caller: ContestantReader, db: DB, limit: int = 50, before_id: BeforeId = None
+) -> Response:
     """Newest first, `limit` (at most 200) a page; the next page: `before_id` = the
-    last id shown (also sent as X-Next-Before-Id while more may follow)."""
-    subs = submissions.list_submissions(db, user, page_size(limit), before_id=before_id)
-    if subs and len(subs) == page_size(limit):
-        response.headers["X-Next-Before-Id"] = str(subs[-1].id)
-    return submissions.submission_dicts(db, subs, user)
+    last id shown (also sent as X-Next-Before-Id while more may follow). A team's page
+    is kept for its other readers (api.readcache): async, a kept one needs no thread."""
+    size = page_size(limit)
+    key = ("submissions", readcache.database(db), caller.team_id, caller.is_admin, size, before_id)
+    page = readcache.get(key) or await run_in_threadpool(
+        readcache.cached, key, lambda: _submission_page(db, caller, size, before_id)
+    )
+    return Response(page[0], media_type="application/json", headers=page[1])
+
+
+def _submission_page(
+    db: Session, caller: Caller, size: int, before_id: int | None
+) -> tuple[bytes, dict[str, str]]:
+    """(the JSON body, its headers): encoded here, once for every reader of the page."""
+    user = caller.row(db)
+    subs = submissions.list_submissions(db, user, size, before_id=before_id)
+    more = {"X-Next-Before-Id": str(subs[-1].id)} if subs and len(subs) == size else {}
+    body = submissions.submission_dicts(db, subs, user)
+    return json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode(), more
 
 
 @router.get("/submissions/{sub_id}")
@@ -125,9 +142,11 @@ def follow(sub_id: Id, user: Contestant, db: DB, settings: Config, request: Requ
 
 
 @router.get("/leaderboard/{slug}")
-def get_leaderboard(slug: str, db: DB, viewer: Viewer, request: Request) -> Response:
-    """With an ETag: `If-None-Match` with the last one is 304 until the board changes."""
-    board = cached_leaderboard(db, slug, viewer)
+async def get_leaderboard(slug: str, db: DB, viewer: Reader, request: Request) -> Response:
+    """With an ETag: `If-None-Match` with the last one is 304 until the board changes.
+    async: a board in this process's caches needs no database session (api.readcache)."""
+    board = known_board(db, slug, viewer)
+    board = board or await run_in_threadpool(cached_leaderboard, db, slug, viewer)
     headers = {"ETag": board.etag, "Cache-Control": "private, no-cache"}
     if board.etag in request.headers.get("if-none-match", ""):
         return Response(status_code=304, headers=headers)

@@ -19,6 +19,7 @@ from fastapi.templating import Jinja2Templates
 from markdown_it import MarkdownIt
 from markupsafe import Markup
 
+from api.caller import Caller
 from api.db.models import User
 from api.errors import Forbidden, NotFound, ServiceError
 from judge.pictures.svg import human_bytes
@@ -140,7 +141,7 @@ templates = Jinja2Templates(env=_environment())
 def render(
     request: Request,
     name: str,
-    user: User | None,
+    user: User | Caller | None,
     status: int = 200,
     **context: Any,
 ) -> HTMLResponse:

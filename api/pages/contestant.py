@@ -16,7 +16,7 @@ from api import baselines, compare, history, problems, submissions
 from api.auth import end_session
 from api.blobs import plan_file
 from api.db.models import Contest, Submission, User
-from api.deps import DB, SESSION_KEY, Config, Contestant, Viewer, session_viewer
+from api.deps import DB, SESSION_KEY, Config, Contestant, Reader, Viewer, session_viewer
 from api.errors import NotFound, ServiceError
 from api.leaderboard import cached_leaderboard
 from api.login import Result as LoginResult
@@ -33,7 +33,7 @@ from api.pages.common import (
     router,
     wants_html,
 )
-from api.pages.problem import problem_main
+from api.pages.problem import known_main, problem_main
 from api.routes_v1 import BeforeId, check_form_problem, page_size
 from api.settings import Settings
 from api.uploads import Upload, read_upload
@@ -118,8 +118,10 @@ def problem_list(request: Request, db: DB, viewer: Viewer) -> Response:
 
 
 @router.get("/problems/{slug}")
-def problem_page(slug: str, request: Request, db: DB, viewer: Viewer) -> Response:
-    title, main = problem_main(db, slug, viewer)
+async def problem_page(slug: str, request: Request, db: DB, viewer: Reader) -> Response:
+    """async: from api.readcache, the page needs no database session, only its frame."""
+    found = known_main(db, slug, viewer)
+    title, main = found or await run_in_threadpool(problem_main, db, slug, viewer)
     return render(request, "problem.html", viewer, title=title, body=main)
 
 

@@ -1,7 +1,7 @@
 """The problem page's main part (statement and cases), rendered once per process for
 each problem version, board counter, set of case weights and viewer class (whether
 hidden cases' figures show; whether the viewer is signed in). A request then costs one
-query (api.db.board.snapshot) and the page's frame."""
+query (api.db.board.snapshot; none while api.readcache holds it) and the page's frame."""
 
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ from collections import OrderedDict
 from markupsafe import Markup
 from sqlalchemy.orm import Session
 
-from api import problems, submissions
+from api import problems, readcache, submissions
+from api.caller import Caller
 from api.db import board
 from api.db.models import ProblemVersion, User
 from api.pages.common import _markdown, templates
@@ -19,16 +20,24 @@ from api.pages.common import _markdown, templates
 CACHED_PAGES = 256  # per process: problems x versions x 4 viewer classes
 _cache: OrderedDict[tuple, tuple[str, Markup]] = OrderedDict()
 _lock = threading.Lock()
+Viewer = User | Caller | None
 
 
-def problem_main(db: Session, slug: str, viewer: User | None) -> tuple[str, Markup]:
+def known_main(db: Session, slug: str, viewer: Viewer) -> tuple[str, Markup] | None:
+    """problem_main from this process's caches alone (no I/O), or None."""
+    state = readcache.known_snapshot(db, slug, weights=True)
+    if state is None or state.version_id is None:
+        return None
+    with _lock:
+        return _cache.get(_key(db, state, viewer))
+
+
+def problem_main(db: Session, slug: str, viewer: Viewer) -> tuple[str, Markup]:
     """(the page's title, its main part) as `viewer` sees them."""
-    state = board.snapshot(db, slug, weights=True)
+    state = readcache.snapshot(db, slug, weights=True)
     if state.version_id is None:
         problems.current_version(db, slug)  # says why: no such problem
-    hidden = submissions.sees_hidden(viewer, state.revealed)  # a hidden case's figures
-    key = (str(db.get_bind().url), state.version_id, state.counter, state.weights, hidden,
-           viewer is not None)  # fmt: skip
+    key = _key(db, state, viewer)
     with _lock:
         found = _cache.get(key)
         if found is not None:
@@ -38,7 +47,10 @@ def problem_main(db: Session, slug: str, viewer: User | None) -> tuple[str, Mark
     assert version is not None
     statement = Markup(_markdown.render(version.statement))  # raw HTML disabled
     main = templates.env.get_template("_problem.html").render(
-        version=version, statement=statement, hidden=hidden, user=viewer is not None
+        version=version,
+        statement=statement,
+        user=viewer is not None,
+        hidden=submissions.sees_hidden(viewer, state.revealed),
     )
     made = (version.name, Markup(main))
     with _lock:
@@ -46,3 +58,9 @@ def problem_main(db: Session, slug: str, viewer: User | None) -> tuple[str, Mark
         while len(_cache) > CACHED_PAGES:
             _cache.popitem(last=False)
     return made
+
+
+def _key(db: Session, state: board.Snapshot, viewer: Viewer) -> tuple:
+    hidden = submissions.sees_hidden(viewer, state.revealed)  # a hidden case's figures
+    return (readcache.database(db), state.version_id, state.counter, state.weights, hidden,
+            viewer is not None)  # fmt: skip

@@ -27,7 +27,15 @@ import httpx
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from run import PROBLEM, RssSampler, backend_urls, make_accounts, seed
+from run import (
+    PROBLEM,
+    RssSampler,
+    add_env_option,
+    backend_urls,
+    make_accounts,
+    seed,
+    service_env,
+)
 
 from tests.service import Service, small_package, start_service
 
@@ -47,12 +55,14 @@ def main() -> int:
     p.add_argument("--teams", type=int, default=20)
     p.add_argument("--only", help="endpoints to measure, comma-separated (default: all)")
     p.add_argument("--profile", help="a folder: py-spy's collapsed stacks per endpoint there")
+    add_env_option(p)
     args = p.parse_args()
     for backend in args.backend.split(","):
         tmp = Path(tempfile.mkdtemp(prefix=f"memorace-cost-{backend}-"))
         try:
             with backend_urls(backend) as (db_url, broker_url):
-                service = start_service(tmp, [small_package(tmp)], db_url, broker_url)
+                service = start_service(tmp, [small_package(tmp)], db_url, broker_url,
+                                        extra_env=service_env(args))  # fmt: skip
                 try:
                     measure(service, backend, args)
                 finally:

@@ -109,8 +109,19 @@ def parse_args() -> argparse.Namespace:
                    help="MEMORACE_API_PROCESSES (default: one per core)")  # fmt: skip
     p.add_argument("--p99-ms", type=float, default=250.0, help="the target for every read")
     p.add_argument("--json", help="write the measurements here too")
+    add_env_option(p)
     p.add_argument("--keep", action="store_true", help="keep the service's folder (logs)")
     return p.parse_args()
+
+
+def add_env_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--env", action="append", default=[], metavar="NAME=VALUE",
+                   help="for the service, e.g. MEMORACE_READ_STALENESS_S=0")  # fmt: skip
+
+
+def service_env(args: argparse.Namespace) -> dict[str, str]:
+    """--env's settings (tests.service passes no MEMORACE_* variable of ours through)."""
+    return dict(e.split("=", 1) for e in args.env)
 
 
 @contextmanager
@@ -127,9 +138,9 @@ def backend_urls(backend: str) -> Iterator[tuple[str | None, str | None]]:
 def run_backend(backend: str, tmp: Path, args: argparse.Namespace) -> list[Step]:
     steps = []
     with backend_urls(backend) as (db_url, broker_url):
-        processes = {"MEMORACE_API_PROCESSES": str(args.api_processes)}
+        env = {"MEMORACE_API_PROCESSES": str(args.api_processes), **service_env(args)}
         service = start_service(
-            tmp, [small_package(tmp)], db_url, broker_url, args.sandbox, extra_env=processes
+            tmp, [small_package(tmp)], db_url, broker_url, args.sandbox, extra_env=env
         )
         try:
             service.start_worker("w1")

@@ -1,0 +1,158 @@
+"""api.readcache, the per-process micro-cache of the hot reads (both backends): a change
+made behind the process's back shows once STALENESS_S has passed, a commit of this
+process shows at once, a cached answer never crosses a team or a visibility scope, the
+token is checked on every request, and bookkeeping writes (token use) keep the cache.
+Across two API processes (real HTTP, PostgreSQL + Redis): another process's write and
+a worker's judging show at once through the Redis news, however long STALENESS_S is.
+
+STALENESS_S is set long (60 s) where a test shows that something else refreshes the
+cache, and to 0 for "once STALENESS_S has passed": no timing is asserted.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from sqlalchemy import text
+
+from api import readcache
+from api.auth import touch_token
+from api.db.session import get_engine, session_scope
+from api.settings import get_settings
+from tests.test_read_scaling import client, contestant, judge, submit  # noqa: F401
+
+LONG = 60.0
+
+
+def _behind_our_back(sql: str) -> None:
+    """A write this process's sessions never see: as another process (or a person) would
+    make it, with no news."""
+    with get_engine(get_settings().database_url).begin() as conn:
+        conn.execute(text(sql))
+
+
+def _list(client, headers):  # noqa: F811
+    reply = client.get("/api/v1/submissions", headers=headers)
+    assert reply.status_code == 200, reply.text
+    return reply.json()
+
+
+def test_a_change_behind_our_back_shows_within_the_staleness_bound(client, monkeypatch):  # noqa: F811
+    red = contestant(client, "red", "alice")
+    sub = submit(client, red, 1)
+    monkeypatch.setattr(readcache, "STALENESS_S", LONG)
+    assert _list(client, red)[0]["status_detail"] == "waiting for a worker"
+    board = client.get("/api/v1/leaderboard/tiny", headers=red).headers["ETag"]
+    _behind_our_back(f"UPDATE submissions SET status_detail = 'moved' WHERE id = {sub}")
+    _behind_our_back("UPDATE board_state SET version = version + 1")
+    # Still the kept answers: no commit here, no news (the embedded broker has none).
+    assert _list(client, red)[0]["status_detail"] == "waiting for a worker"
+    assert client.get("/api/v1/leaderboard/tiny", headers=red).headers["ETag"] == board
+    monkeypatch.setattr(readcache, "STALENESS_S", 0.0)  # as if STALENESS_S had passed
+    assert _list(client, red)[0]["status_detail"] == "moved"
+    assert client.get("/api/v1/leaderboard/tiny", headers=red).headers["ETag"] != board
+
+
+def test_this_process_s_commits_show_at_once(client, monkeypatch):  # noqa: F811
+    monkeypatch.setattr(readcache, "STALENESS_S", LONG)
+    red, blue = contestant(client, "red", "alice"), contestant(client, "blue", "bob")
+    assert _list(client, red) == [] and _list(client, blue) == []
+    first = submit(client, red, 1)  # the team's own submission: listed at once
+    assert [s["id"] for s in _list(client, red)] == [first]
+    assert _list(client, blue) == []  # never another team's page
+    assert client.get("/api/v1/leaderboard/tiny", headers=blue).json()["rows"] == []
+    judge(first, {"one": 1.0, "three": 0.5, "two": 0.25})  # the worker's commit, here
+    done = _list(client, red)[0]
+    assert done["status"] == "done" and done["public_score"] is not None
+    rows = client.get("/api/v1/leaderboard/tiny", headers=blue).json()["rows"]
+    assert [r["team"] for r in rows] == ["red"]
+    # Bookkeeping keeps the cache: a token's last-use stamp is no news.
+    before = readcache.generation()
+    with session_scope(get_settings().database_url) as db:
+        touch_token(db, 1)
+    assert readcache.generation() == before
+
+
+def test_kept_answers_respect_hidden_secrecy_per_scope(client, monkeypatch):  # noqa: F811
+    monkeypatch.setattr(readcache, "STALENESS_S", LONG)
+    red = contestant(client, "red", "alice")
+    judge(submit(client, red, 1), {"one": 1.0, "three": 0.5, "two": 0.25})
+    # The organizer reads first, so the cache holds the whole truth: the contestant's
+    # answers are still her own scope's.
+    assert client.put("/api/v1/admin/contest", json={"hidden_detail": "judged"}).is_success
+    assert client.get("/api/v1/leaderboard/tiny").json()["rows"][0]["hidden_score"] is not None
+    mine = _list(client, red)[0]
+    hidden = [r for r in mine["results"] if r["split"] == "hidden"]
+    assert [(r["verdict"], r["score"], r["withheld"]) for r in hidden] == [("JUDGED", None, True)]
+    assert mine["hidden_score"] is None
+    row = client.get("/api/v1/leaderboard/tiny", headers=red).json()["rows"][0]
+    assert row["hidden_score"] is None
+
+    assert client.put("/api/v1/admin/contest", json={"hidden_revealed": True}).is_success
+    shown = [r for r in _list(client, red)[0]["results"] if r["split"] == "hidden"]
+    assert shown[0]["score"] is not None and not shown[0]["withheld"]  # at once
+    row = client.get("/api/v1/leaderboard/tiny", headers=red).json()["rows"][0]
+    assert row["hidden_score"] is not None
+
+
+def test_the_token_is_checked_on_every_cached_read(client, monkeypatch):  # noqa: F811
+    monkeypatch.setattr(readcache, "STALENESS_S", LONG)
+    red = contestant(client, "red", "alice")
+    for path in ("/api/v1/submissions", "/api/v1/leaderboard/tiny", "/problems/tiny"):
+        assert client.get(path, headers=red).status_code == 200  # now kept
+    tokens = client.get("/api/v1/admin/tokens").json()
+    mine = next(t["id"] for t in tokens if t["username"] == "alice")
+    assert client.delete(f"/api/v1/admin/tokens/{mine}").status_code == 200
+    for path in ("/api/v1/submissions", "/api/v1/leaderboard/tiny"):
+        assert client.get(path, headers=red).status_code == 401
+    assert client.get("/api/v1/submissions", headers={"Authorization": ""}).status_code == 401
+
+
+def test_no_cache_when_the_staleness_is_zero(client, monkeypatch):  # noqa: F811
+    monkeypatch.setattr(readcache, "STALENESS_S", 0.0)
+    red = contestant(client, "red", "alice")
+    readcache.clear()
+    _list(client, red)
+    assert readcache._entries == {}
+
+
+# --- two API processes, PostgreSQL + Redis ---------------------------------------------------
+
+
+@pytest.mark.skipif(not os.environ.get("CI"), reason="integration (CI=true)")
+def test_two_api_processes_hear_each_other_through_redis(tmp_path: Path) -> None:
+    from tests.service import postgres_database, redis_server, small_package, start_service
+    from tests.service import wait_for as until
+    from tests.test_event_broadcast import second_api
+
+    long = {"MEMORACE_READ_STALENESS_S": str(LONG)}  # only the news can refresh them
+    planner = Path(__file__).parents[1] / "reference_solutions" / "naive.py"
+    with postgres_database() as db_url, redis_server() as redis:
+        svc = start_service(tmp_path, [small_package(tmp_path)], db_url, redis.url,
+                            extra_env=long)  # fmt: skip
+        try:
+            other = second_api(svc)
+            token = svc.add_team("red", "alice")
+
+            def listed() -> list[dict]:
+                reply = svc.api("GET", "/api/v1/submissions", token, params={"limit": 5})
+                return reply.json() if reply.status_code == 200 else []
+
+            def listed_there() -> list[dict]:
+                svc.url, url = other, svc.url
+                try:
+                    return listed()
+                finally:
+                    svc.url = url
+
+            assert listed_there() == [] and listed() == []  # both processes keep it
+            sub = svc.submit(token, "mini-gpt2", planner)["id"]  # a write in the first
+            # A few tries: the news travels while the reply does (no timing asserted).
+            until(lambda: [s["id"] for s in listed_there()] == [sub], 10, "the news of a write")
+            svc.start_worker("w1")  # its progress and its end are news too
+            until(lambda: listed_there()[0]["status"] == "done", 120, "the judging in api2")
+            until(lambda: listed()[0]["status"] == "done", 10, "the judging in api")
+        finally:
+            svc.stop()
