@@ -42,6 +42,7 @@ from judge.verifier import check_plan
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # scripts/ is not installed: run from a checkout
 from scripts.offset_cases import write_cases  # noqa: E402
+
 DATA = Path(os.environ.get("MEMORACE_SHARED_DATA", ROOT.parent / "shared" / "data"))
 PLANNERS = ("best_fit.cpp", "strong_search.cpp")
 PLAN_LINE = re.compile(r"plan peak=(\d+) t=([0-9.]+)")

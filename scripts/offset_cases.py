@@ -8,7 +8,10 @@ live more than half of it), and a load near the capacity most of the time
 replaying a packing: a sweep over time steps keeps memory [0, C) split into
 occupied and free address ranges; at each step the buffers that end free
 their ranges, adjacent free ranges merge, and most free ranges are cut into
-new buffers (sizes log-uniform, lifespans mostly short, some long). New
+new buffers (sizes log-uniform, lifespans mostly short, some long; with a
+per-case chance a range is stacked longest-lived first, as allocators that
+keep long-lived tensors low do) or left free for a while (holes: the load
+is below C most of the time). New
 buffers straddle the boundaries of the ones that ended, so the packing is not
 a guillotine cut. At one chosen step every free range is filled, so the load
 there is exactly C: the lower bound (max load) equals the capacity, and the
@@ -54,7 +57,8 @@ class Shape:
 
     steps: int  # time steps of the sweep
     long_share: float  # share of new buffers that live long
-    fill: float  # chance that a free range is refilled at a step
+    holes: float  # share of freed memory left free for a while
+    stacked: float  # chance that a refill puts its longest-lived buffers lowest
     max_size: float  # largest new buffer, as a share of the capacity
 
 
@@ -71,8 +75,9 @@ def _replay(rng: random.Random, name: str, capacity: int) -> HardCase:
     shape = Shape(
         steps=rng.randint(40, 100),
         long_share=rng.uniform(0.05, 0.2),
-        fill=rng.uniform(0.75, 0.95),
+        holes=rng.uniform(0.04, 0.15),
         max_size=rng.uniform(0.2, 0.6),
+        stacked=rng.uniform(0, 1),
     )
     units = capacity // GRAIN
     full_step = rng.randrange(shape.steps // 4, 3 * shape.steps // 4)
@@ -82,13 +87,22 @@ def _replay(rng: random.Random, name: str, capacity: int) -> HardCase:
     for step in range(shape.steps):
         live = [b for b in live if b[0] > step]
         for lo, hi in _free_ranges(live, units):
-            if step != full_step and step > 0 and rng.random() > shape.fill:
-                continue
-            for first, width in _cut(rng, lo, hi, max(1, int(units * shape.max_size))):
+            pieces = []  # (end step, units, hole)
+            for width in _cut(rng, hi - lo, max(1, int(units * shape.max_size))):
                 end = min(shape.steps, step + _lifespan(rng, shape))
+                hole = step != full_step and rng.random() < shape.holes
+                if hole and step < full_step:
+                    end = min(end, full_step)  # free again by the full step
+                pieces.append((end, width, hole))
+            if rng.random() < shape.stacked:
+                pieces.sort(key=lambda p: -p[0])  # longest-lived at the bottom
+            first = lo
+            for end, width, hole in pieces:
                 live.append((end, first, width))
-                rows.append((step, end, width))
-                offsets.append(first)
+                if not hole:
+                    rows.append((step, end, width))
+                    offsets.append(first)
+                first += width
     scale = capacity // shape.steps // GRAIN * GRAIN  # times in GRAIN multiples
     order = list(range(len(rows)))
     rng.shuffle(order)  # the file order tells nothing about the packing
@@ -112,16 +126,15 @@ def _free_ranges(live: list[tuple[int, int, int]], units: int) -> list[tuple[int
     return ranges
 
 
-def _cut(rng: random.Random, lo: int, hi: int, largest: int) -> list[tuple[int, int]]:
-    """Cuts [lo, hi) into pieces: a few tiny ones, the rest log-uniform up to `largest`."""
-    pieces = []
-    while lo < hi:
+def _cut(rng: random.Random, room: int, largest: int) -> list[int]:
+    """Cuts `room` units into widths: a few tiny, the rest log-uniform up to `largest`."""
+    widths = []
+    while room > 0:
         smallest = 1 if rng.random() < 0.15 else max(1, largest // 10)
         width = math.exp(rng.uniform(math.log(smallest), math.log(largest)))
-        width = min(hi - lo, max(1, round(width)))
-        pieces.append((lo, width))
-        lo += width
-    return pieces
+        widths.append(min(room, max(1, round(width))))
+        room -= widths[-1]
+    return widths
 
 
 def _lifespan(rng: random.Random, shape: Shape) -> int:
