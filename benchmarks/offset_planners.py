@@ -11,7 +11,7 @@ stderr: `plan peak=P t=T`; best_fit writes once, so its run time), and for
 idealloc each planner's peak / lower bound. No assertions: figures only.
 
     python benchmarks/offset_planners.py [--count 300] [--subset N] [--time-limit 10]
-        [--jobs 2] [--set generated|minimalloc|idealloc|all]
+        [--trace-time-limit 30] [--jobs 2] [--set generated|minimalloc|idealloc|all]
 
 MiniMalloc's own solver is not run: its sources need Abseil, which cannot be
 fetched on this offline machine.
@@ -136,6 +136,9 @@ def main() -> None:
     parser.add_argument("--count", type=int, default=300, help="generated cases (seeds 0..)")
     parser.add_argument("--subset", type=int, default=0, help="run only the first N generated")
     parser.add_argument("--time-limit", type=float, default=10.0)
+    parser.add_argument(
+        "--trace-time-limit", type=float, default=30.0, help="idealloc (the problems' limit)"
+    )
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--set", choices=["generated", "minimalloc", "idealloc", "all"])
     args = parser.parse_args()
@@ -159,8 +162,9 @@ def main() -> None:
             console.print(case_table("MiniMalloc A-F", cases, runs))
         if chosen in ("idealloc", "all"):
             cases = [(p, 1 << 50) for p in sorted((DATA / "idealloc").glob("*.csv"))]
-            runs = run_set(exes, cases, args.time_limit, args.jobs)
-            console.print(case_table("idealloc real traces (capacity 2^50)", cases, runs))
+            runs = run_set(exes, cases, args.trace_time_limit, args.jobs)
+            title = f"idealloc real traces (capacity 2^50, {args.trace_time_limit:g} s)"
+            console.print(case_table(title, cases, runs))
     console.print(json.dumps({"time_limit_s": args.time_limit, "jobs": args.jobs}))
 
 
