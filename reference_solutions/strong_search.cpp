@@ -818,7 +818,9 @@ class GreedyPortfolio {
 // Sekiyama et al. 2018): take the lowest skyline segment, put there the
 // unplaced buffer that fits it best under a fit rank, or raise the segment to
 // its lower neighbour when none fits. Its three fit rules are run first, so
-// strong_search is never worse than best_fit. Then, while time is left, the
+// strong_search is never worse than best_fit; four more classic orders
+// follow (area with the lifespan weighed more or less, earliest start first,
+// latest end first). Then, while time is left, the
 // rank is perturbed (iterated greedy): buffers whose top lies in the highest
 // band of the best plan are promoted (placed earlier, so lower), or ranks are
 // jittered at random; a plan at least as low replaces the incumbent.
@@ -990,6 +992,12 @@ class SkylineFit {
         rankBy([&](int i) { return std::pair(-life(i), -buf_[i].size); }),
         rankBy([&](int i) { return -(__int128)life(i) * buf_[i].size; }),
         rankBy([&](int i) { return std::pair(-buf_[i].size, -life(i)); }),
+        // More rules, each a classic order: area with the lifespan weighed
+        // more or less, earliest start first (a sweep), latest end first.
+        rankBy([&](int i) { return -std::pow((double)life(i), 2.0) * (double)buf_[i].size; }),
+        rankBy([&](int i) { return -std::sqrt((double)life(i)) * (double)buf_[i].size; }),
+        rankBy([&](int i) { return std::pair(buf_[i].lower, -life(i)); }),
+        rankBy([&](int i) { return std::pair(-buf_[i].upper, -life(i)); }),
     };
     std::vector<int> rank = rules[0];
     i64 rankPeak = kInf;
@@ -999,9 +1007,53 @@ class SkylineFit {
       if (peak < rankPeak) rankPeak = peak, rank = r;
     }
     publish();
+    descend(best, deadline);
     if (ids_.size() <= kSettleBuffers) settle(best, deadline);
+    publish();
     iterate(rank, rankPeak, best, lowerBound, deadline);
     return best.peak < start;
+  }
+
+  // Peak descent: the buffer with the highest top moves to the lowest gap
+  // (first fit) left by all the others over its lifespan, while that lowers
+  // it; stops at the first top buffer that cannot go lower. Skyline best fit
+  // leaves long-lived small buffers on top of a peak elsewhere in their
+  // lifespan, with room for them lower down. O(live log n) per move.
+  void descend(Plan& best, const Deadline& deadline) {
+    const SlotMap& slots = *slots_map_;
+    OverlapIndex index(slots.numSlots);
+    std::priority_queue<std::pair<i64, int>> tops;
+    for (int i : ids_) {
+      index.insert(i, slots.lo[i], slots.hi[i]);
+      tops.push({best.offsets[i] + buf_[i].size, i});
+    }
+    std::vector<int> stamp(buf_.size(), -1);
+    std::vector<std::pair<i64, i64>> busy;
+    int moves = 0;
+    for (int round = 0; !tops.empty() && !deadline.passed(); ++round) {
+      const auto [top, b] = tops.top();
+      const Buffer& x = buf_[b];
+      busy.clear();
+      index.query(slots.lo[b], slots.hi[b], [&](int j) {
+        if (j == b || stamp[j] == round) return;
+        stamp[j] = round;
+        busy.push_back({best.offsets[j], best.offsets[j] + buf_[j].size});
+      });
+      std::sort(busy.begin(), busy.end());
+      i64 pos = 0;
+      for (const auto& [off, end] : busy) {
+        if (off >= pos + x.size) break;  // the gap [pos, off) fits
+        pos = std::max(pos, alignUp(end, x.align));
+      }
+      if (pos + x.size >= top) break;  // b stays: so does the peak
+      tops.pop();
+      best.offsets[b] = pos;
+      tops.push({pos + x.size, b});
+      ++moves;
+    }
+    if (tops.empty()) return;
+    if (tops.top().first < best.peak) logLine("peak descent: %d moves, peak %lld", moves, tops.top().first);
+    best.peak = std::min(best.peak, tops.top().first);
   }
 
   // Gravity: every buffer, in order of offset, drops to the lowest gap among
@@ -1109,6 +1161,7 @@ class SkylineFit {
       if (peak <= rankPeak) {
         if (peak < rankPeak) logLine("skyline iteration %d (move %d): peak %lld", trials, move, peak);
         if (peak < rankPeak && peak <= best.peak) {
+          descend(best, deadline);
           if (ids_.size() <= kSettleBuffers) settle(best, deadline);
           (*publish_)();
         }
