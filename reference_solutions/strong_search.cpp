@@ -987,6 +987,10 @@ class SkylineFit {
     if (ids_.empty()) return false;
     publish_ = &publish;
     const i64 start = best.peak;
+    if (!rank_.empty()) {  // the rules ran before: iterate from their best
+      iterate(rank_, rankPeak_, best, lowerBound, deadline);
+      return best.peak < start;
+    }
     auto life = [&](int i) { return buf_[i].upper - buf_[i].lower; };
     std::vector<std::vector<int>> rules = {
         rankBy([&](int i) { return std::pair(-life(i), -buf_[i].size); }),
@@ -1010,6 +1014,8 @@ class SkylineFit {
     descend(best, deadline);
     if (ids_.size() <= kSettleBuffers) settle(best, deadline);
     publish();
+    rank_ = rank;
+    rankPeak_ = rankPeak;
     iterate(rank, rankPeak, best, lowerBound, deadline);
     return best.peak < start;
   }
@@ -1181,6 +1187,8 @@ class SkylineFit {
   int slots_ = 1;
   std::vector<i64> off_;            // offsets of the last run, by position
   std::vector<int> fresh_;          // rank under a random rule
+  std::vector<int> rank_;           // the best rule's rank, once the rules ran
+  i64 rankPeak_ = kInf;
 };
 
 // ---------------------------------------------------------------------------
@@ -1951,11 +1959,12 @@ int main() {
   const SlotMap slots = buildSlots(buffers);
   job.slots = &slots;
 
-  // Time plan. Small cases: greedy seeds and best_fit's skyline rules (fast),
-  // then the canonical search for the rest of the time. Large traces (or a
-  // search too big to hold): greedy seeds for at most a quarter of the time,
-  // then the iterated skyline best fit. Any time left goes to the iterated
-  // greedy. Every better plan is written at once (anytime).
+  // Time plan. Small cases: greedy seeds and the skyline rules (fast), then
+  // the canonical search for the rest of the time. Large traces (over
+  // kLargeSearch buffers): the skyline rules, greedy seeds for at most a
+  // quarter of the time (unless the rules reached the lower bound), then the
+  // iterated skyline best fit. Any time left goes to the iterated skyline
+  // and greedy. Every better plan is written at once (anytime).
   const bool search = searchIsAffordable(buffers) && buffers.size() <= kLargeSearch;
   Deadline greedyDeadline = job.deadline;
   greedyDeadline.at = job.deadline.at * (search ? 0.5 : 0.25);
@@ -1964,19 +1973,22 @@ int main() {
   job.planPath = planPath;
   job.byRow = &byRow;
   GreedyPortfolio portfolio(buffers, slots);
-  const bool large = buffers.size() > kLargeSearch;
-  if (large) {  // the skyline rules below beat these seeds on large traces
-    job.best.offsets.assign(buffers.size(), 0);
-  } else {
-    job.best = portfolio.seed(job.lowerBound, greedyDeadline, job.deadline);
-    logLine("greedy peak %lld, lower bound %lld", job.best.peak, job.lowerBound);
-  }
   SkylineFit skyline(buffers, slots, rowOf);
-  const Deadline now{0};  // the three skyline rules, no iterations yet
+  const Deadline now{0};  // the skyline rules, no iterations yet
   const std::function<void()> publish = [&] { job.publish(); };
-  skyline.improve(job.best, job.lowerBound, search ? now : job.deadline, publish);
+  const bool large = buffers.size() > kLargeSearch;
+  if (large) {  // skyline rules first: on large traces they beat the seeds
+    job.best.offsets.assign(buffers.size(), 0);
+    skyline.improve(job.best, job.lowerBound, now, publish);
+    job.publish();  // a plan exists from here on
+  }
+  if (job.best.peak > job.lowerBound) {
+    Plan seeded = portfolio.seed(job.lowerBound, greedyDeadline, job.deadline);
+    logLine("greedy peak %lld, lower bound %lld", seeded.peak, job.lowerBound);
+    if (seeded.peak < job.best.peak) job.best = std::move(seeded);
+  }
+  if (!large) skyline.improve(job.best, job.lowerBound, search ? now : job.deadline, publish);
   job.publish();  // a plan exists from here on
-
   if (search && job.best.peak > job.lowerBound && !job.deadline.passed()) {
     runSearchWithStack(job);
     job.publish();
