@@ -982,8 +982,9 @@ class SkylineFit {
   // Best of best_fit's three rules, then the iterated variant until the
   // deadline or the lower bound; `publish` is called after every gain.
   // Returns false when `best` did not improve.
+  // Rules after the first stop when `rulesDeadline` passes.
   bool improve(Plan& best, i64 lowerBound, const Deadline& deadline,
-               const std::function<void()>& publish) {
+               const Deadline& rulesDeadline, const std::function<void()>& publish) {
     if (ids_.empty()) return false;
     publish_ = &publish;
     const i64 start = best.peak;
@@ -1006,6 +1007,7 @@ class SkylineFit {
     std::vector<int> rank = rules[0];
     i64 rankPeak = kInf;
     for (const auto& r : rules) {
+      if (&r != &rules[0] && rulesDeadline.passed()) break;
       const i64 peak = run(r, best);
       logLine("skyline best fit: peak %lld", peak);
       if (peak < rankPeak) rankPeak = peak, rank = r;
@@ -1979,7 +1981,7 @@ int main() {
   const bool large = buffers.size() > kLargeSearch;
   if (large) {  // skyline rules first: on large traces they beat the seeds
     job.best.offsets.assign(buffers.size(), 0);
-    skyline.improve(job.best, job.lowerBound, now, publish);
+    skyline.improve(job.best, job.lowerBound, now, job.deadline, publish);
     job.publish();  // a plan exists from here on
   }
   if (job.best.peak > job.lowerBound) {
@@ -1987,14 +1989,14 @@ int main() {
     logLine("greedy peak %lld, lower bound %lld", seeded.peak, job.lowerBound);
     if (seeded.peak < job.best.peak) job.best = std::move(seeded);
   }
-  if (!large) skyline.improve(job.best, job.lowerBound, search ? now : job.deadline, publish);
+  if (!large) skyline.improve(job.best, job.lowerBound, search ? now : job.deadline, job.deadline, publish);
   job.publish();  // a plan exists from here on
   if (search && job.best.peak > job.lowerBound && !job.deadline.passed()) {
     runSearchWithStack(job);
     job.publish();
   }
   if (job.best.peak > job.lowerBound && !job.deadline.passed()) {
-    skyline.improve(job.best, job.lowerBound, job.deadline, publish);
+    skyline.improve(job.best, job.lowerBound, job.deadline, job.deadline, publish);
     if (!large) portfolio.perturb(job.best, job.lowerBound, job.deadline);
     job.publish();
   }
