@@ -55,6 +55,7 @@ class Run:
     peak: int
     lower_bound: int
     first_fit_s: float | None  # when the first fitting plan was written
+    final_s: float  # when the final plan was written
     wall_s: float
 
 
@@ -85,7 +86,8 @@ def run_case(exe: Path, case_csv: Path, capacity: int, time_limit_s: float) -> R
     logged = [(int(p), float(t)) for p, t in PLAN_LINE.findall(proc.stderr)]
     if fits and logged:
         first = next((t for p, t in logged if p <= capacity), wall)
-    return Run(fits, verification.peak, lower_bound, first, wall)
+    final = logged[-1][1] if logged else wall
+    return Run(fits, verification.peak, lower_bound, first, final, wall)
 
 
 def run_set(
@@ -115,8 +117,12 @@ def fit_table(title: str, cases: list[tuple[Path, int]], runs: dict[str, list[Ru
     return table
 
 
-def case_table(title: str, cases: list[tuple[Path, int]], runs: dict[str, list[Run]]) -> Table:
-    table = Table(title=f"{title}: peak / lower bound (first fit s)")
+def case_table(
+    title: str, cases: list[tuple[Path, int]], runs: dict[str, list[Run]], final: bool = False
+) -> Table:
+    """Peak / lower bound per case, with when the first fitting plan (or, with
+    `final`, the final plan) was written."""
+    table = Table(title=f"{title}: peak / lower bound ({'final plan' if final else 'first fit'} s)")
     table.add_column("case", justify="left")
     table.add_column("lower bound", justify="right")
     for name in runs:
@@ -125,7 +131,8 @@ def case_table(title: str, cases: list[tuple[Path, int]], runs: dict[str, list[R
         cells = []
         for rs in runs.values():
             r = rs[i]
-            when = f" ({r.first_fit_s:.2f})" if r.first_fit_s is not None else " (no fit)"
+            at = r.final_s if final else r.first_fit_s
+            when = f" ({at:.2f})" if at is not None else " (no fit)"
             cells.append(f"{r.peak / r.lower_bound:.4f}{when}")
         table.add_row(path.name.split(".")[0], str(runs[PLANNERS[0]][i].lower_bound), *cells)
     return table
@@ -164,8 +171,9 @@ def main() -> None:
             cases = [(p, 1 << 50) for p in sorted((DATA / "idealloc").glob("*.csv"))]
             runs = run_set(exes, cases, args.trace_time_limit, args.jobs)
             title = f"idealloc real traces (capacity 2^50, {args.trace_time_limit:g} s)"
-            console.print(case_table(title, cases, runs))
-    console.print(json.dumps({"time_limit_s": args.time_limit, "jobs": args.jobs}))
+            console.print(case_table(title, cases, runs, final=True))
+    limits = {"time_limit_s": args.time_limit, "trace_time_limit_s": args.trace_time_limit}
+    console.print(json.dumps({**limits, "jobs": args.jobs}))
 
 
 if __name__ == "__main__":
