@@ -1,0 +1,180 @@
+"""Benchmark: strong_search beside best_fit on hard `offset` cases and real traces.
+
+Sets: generated MiniMalloc-like cases (scripts/offset_cases.py, capacity =
+lower bound), MiniMalloc's challenging A-F (capacity 1048576) and the
+idealloc real traces (no capacity of their own: 2^50). Every planner is built
+once with the contest's flags and run directly (no sandbox: this measures the
+planners, not the judge) with MEMORACE_CASE_DIR / MEMORACE_OUT_DIR; every plan
+is checked with the judge's verifier. Prints, per set, the fraction fitted and
+the time to the first fitting plan (strong_search logs each plan it writes on
+stderr: `plan peak=P t=T`; best_fit writes once, so its run time), and for
+idealloc each planner's peak / lower bound. No assertions: figures only.
+
+    python benchmarks/offset_planners.py [--count 300] [--subset N] [--time-limit 10]
+        [--trace-time-limit 30] [--jobs 2] [--set generated|minimalloc|idealloc|all]
+
+MiniMalloc's own solver is not run: its sources need Abseil, which cannot be
+fetched on this offline machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+from judge.types import get_type
+from judge.verdict import Verdict
+from judge.verifier import check_plan
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # scripts/ is not installed: run from a checkout
+from scripts.offset_cases import write_cases  # noqa: E402
+
+DATA = Path(os.environ.get("MEMORACE_SHARED_DATA", ROOT.parent / "shared" / "data"))
+PLANNERS = ("best_fit.cpp", "strong_search.cpp")
+PLAN_LINE = re.compile(r"plan peak=(\d+) t=([0-9.]+)")
+OFFSET = get_type("offset")
+
+
+@dataclass(frozen=True)
+class Run:
+    fits: bool  # a valid plan within the capacity
+    peak: int
+    lower_bound: int
+    first_fit_s: float | None  # when the first fitting plan was written
+    final_s: float  # when the final plan was written
+    wall_s: float
+
+
+def build(source: Path, out: Path) -> Path:
+    exe = out / source.stem
+    subprocess.run(["g++", "-O2", "-std=c++20", "-o", exe, source], check=True)
+    return exe
+
+
+def run_case(exe: Path, case_csv: Path, capacity: int, time_limit_s: float) -> Run:
+    case = OFFSET.parse_case(case_csv, capacity)
+    lower_bound = OFFSET.lower_bound(case)
+    with tempfile.TemporaryDirectory() as tmp:
+        case_dir, out_dir = Path(tmp, "case"), Path(tmp, "out")
+        out_dir.mkdir()
+        case_dir.mkdir()
+        limits = {"time_limit_s": time_limit_s, "memory_limit_mb": 4096, "name": case_csv.stem}
+        OFFSET.write_planner_input(case, case_dir, limits)
+        env = {**os.environ, "MEMORACE_CASE_DIR": str(case_dir), "MEMORACE_OUT_DIR": str(out_dir)}
+        start = time.monotonic()
+        proc = subprocess.run(
+            [exe], env=env, capture_output=True, text=True, timeout=time_limit_s + 30, check=False
+        )
+        wall = time.monotonic() - start
+        verification, _ = check_plan(OFFSET, case, lower_bound, out_dir / "plan.csv")
+    fits = verification.verdict == Verdict.OK
+    first = wall if fits else None
+    logged = [(int(p), float(t)) for p, t in PLAN_LINE.findall(proc.stderr)]
+    if fits and logged:
+        first = next((t for p, t in logged if p <= capacity), wall)
+    final = logged[-1][1] if logged else wall
+    return Run(fits, verification.peak, lower_bound, first, final, wall)
+
+
+def run_set(
+    exes: dict[str, Path], cases: list[tuple[Path, int]], limit: float, jobs: int
+) -> dict[str, list[Run]]:
+    out = {}
+    with ThreadPoolExecutor(jobs) as pool:
+        for name, exe in exes.items():
+            out[name] = list(pool.map(lambda c, e=exe: run_case(e, c[0], c[1], limit), cases))
+    return out
+
+
+def fit_table(title: str, cases: list[tuple[Path, int]], runs: dict[str, list[Run]]) -> Table:
+    table = Table(title=f"{title}: {len(cases)} cases")
+    for col in ("planner", "fitted", "first fit median s", "first fit max s", "fitted <= 10 s"):
+        table.add_column(col, justify="right")
+    for name, rs in runs.items():
+        times = [r.first_fit_s for r in rs if r.first_fit_s is not None]
+        within = sum(1 for t in times if t <= 10)
+        table.add_row(
+            name,
+            f"{len(times)}/{len(rs)} ({100 * len(times) / len(rs):.1f} %)",
+            f"{statistics.median(times):.2f}" if times else "-",
+            f"{max(times):.2f}" if times else "-",
+            f"{within}/{len(rs)}",
+        )
+    return table
+
+
+def case_table(
+    title: str, cases: list[tuple[Path, int]], runs: dict[str, list[Run]], final: bool = False
+) -> Table:
+    """Peak / lower bound per case, with when the first fitting plan (or, with
+    `final`, the final plan) was written."""
+    table = Table(title=f"{title}: peak / lower bound ({'final plan' if final else 'first fit'} s)")
+    table.add_column("case", justify="left")
+    table.add_column("lower bound", justify="right")
+    for name in runs:
+        table.add_column(name, justify="right")
+    for i, (path, _) in enumerate(cases):
+        cells = []
+        for rs in runs.values():
+            r = rs[i]
+            at = r.final_s if final else r.first_fit_s
+            when = f" ({at:.2f})" if at is not None else " (no fit)"
+            cells.append(f"{r.peak / r.lower_bound:.4f}{when}")
+        table.add_row(path.name.split(".")[0], str(runs[PLANNERS[0]][i].lower_bound), *cells)
+    return table
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--count", type=int, default=300, help="generated cases (seeds 0..)")
+    parser.add_argument("--subset", type=int, default=0, help="run only the first N generated")
+    parser.add_argument("--time-limit", type=float, default=10.0)
+    parser.add_argument(
+        "--trace-time-limit", type=float, default=30.0, help="idealloc (the problems' limit)"
+    )
+    parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--set", choices=["generated", "minimalloc", "idealloc", "all"])
+    args = parser.parse_args()
+    chosen = args.set or "all"
+    console = Console()
+    with tempfile.TemporaryDirectory() as tmp:
+        exes = {p: build(ROOT / "reference_solutions" / p, Path(tmp)) for p in PLANNERS}
+        if chosen in ("generated", "all"):
+            count = args.subset or args.count
+            paths = write_cases(Path(tmp, "gen"), count)
+            cases = [(p, 1 << 20) for p in paths]
+            runs = run_set(exes, cases, args.time_limit, args.jobs)
+            console.print(fit_table("generated hard cases (capacity = lower bound)", cases, runs))
+            failed = [cases[i][0].name for i, r in enumerate(runs[PLANNERS[-1]]) if not r.fits]
+            console.print(f"strong_search did not fit: {failed or 'none'}")
+        if chosen in ("minimalloc", "all"):
+            paths = sorted((DATA / "minimalloc").glob("[A-F].*.csv"))
+            cases = [(p, int(p.name.split(".")[1])) for p in paths]
+            runs = run_set(exes, cases, args.time_limit, args.jobs)
+            console.print(fit_table("MiniMalloc A-F (capacity 1048576)", cases, runs))
+            console.print(case_table("MiniMalloc A-F", cases, runs))
+        if chosen in ("idealloc", "all"):
+            cases = [(p, 1 << 50) for p in sorted((DATA / "idealloc").glob("*.csv"))]
+            runs = run_set(exes, cases, args.trace_time_limit, args.jobs)
+            title = f"idealloc real traces (capacity 2^50, {args.trace_time_limit:g} s)"
+            console.print(case_table(title, cases, runs, final=True))
+    limits = {"time_limit_s": args.time_limit, "trace_time_limit_s": args.trace_time_limit}
+    console.print(json.dumps({**limits, "jobs": args.jobs}))
+
+
+if __name__ == "__main__":
+    main()

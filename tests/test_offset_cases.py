@@ -1,0 +1,42 @@
+"""The generator of MiniMalloc-like hard `offset` cases (scripts/offset_cases.py)."""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from judge.types import get_type
+from judge.verdict import Verdict
+from scripts.offset_cases import MAX_BUFFERS, MIN_BUFFERS, generate, write_cases
+
+OFFSET = get_type("offset")
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(min_value=0, max_value=2**32))
+def test_every_case_is_valid_and_its_planted_plan_fits_at_the_lower_bound(seed):
+    case = generate(seed)
+    with tempfile.TemporaryDirectory() as tmp:
+        path, plan = Path(tmp, "case.csv"), Path(tmp, "plan.csv")
+        path.write_text(case.csv())
+        rows = (f"{i},{o}\n" for i, o in enumerate(case.offsets))
+        plan.write_text("id,offset\n" + "".join(rows))
+        parsed = OFFSET.parse_case(path, case.capacity)  # the judge's reader accepts it
+        verification = OFFSET.verify(parsed, OFFSET.parse_plan(plan, parsed))
+    assert MIN_BUFFERS <= len(parsed) <= MAX_BUFFERS
+    assert OFFSET.lower_bound(parsed) == case.capacity
+    assert verification.verdict == Verdict.OK and verification.peak == case.capacity
+
+
+def test_the_same_seed_gives_the_same_case():
+    assert generate(7) == generate(7)
+    assert generate(7).rows != generate(8).rows
+
+
+def test_written_cases_carry_the_capacity_in_their_names(tmp_path):
+    paths = write_cases(tmp_path, 2, seed=5)
+    assert [p.name for p in paths] == ["hard-005.1048576.csv", "hard-006.1048576.csv"]
+    assert paths[0].read_text() == generate(5).csv()
