@@ -8,6 +8,7 @@ import ast
 import importlib.util
 import json
 import lzma
+import shutil
 import subprocess
 import sys
 from collections import Counter
@@ -104,3 +105,26 @@ def test_cli_writes_a_reproducible_trace_and_a_case(tmp_path):
     assert same == lzma.decompress(b)  # but the file names in the command
     case = read_case(tmp_path / "a.csv", 2**62)
     assert len(case) == len(doc["tensors"]["size"])
+
+
+def test_gpt2_train_regenerates_from_its_traces_without_torch(tmp_path):
+    """The committed traces make the shipped package byte for byte, with `import torch`
+    made to fail (the generator uses the standard library only)."""
+    shutil.copytree(ROOT / "problems" / "_lib", tmp_path / "_lib")
+    shutil.copytree(ROOT / "problems" / "gpt2-train" / "generator", tmp_path / "pkg" / "generator")
+    script = tmp_path / "pkg" / "generator" / "generate.py"
+    code = (
+        "import runpy, sys\n"
+        "sys.modules['torch'] = None  # any import of torch now raises ImportError\n"
+        f"sys.argv = [{str(script)!r}]\n"
+        f"runpy.run_path({str(script)!r}, run_name='__main__')\n"
+    )
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    shipped = ROOT / "problems" / "gpt2-train"
+    made = tmp_path / "pkg"
+    # the slug line names the folder; the rest is the same bytes
+    toml = (made / "problem.toml").read_text().replace('slug = "pkg"', 'slug = "gpt2-train"')
+    assert toml == (shipped / "problem.toml").read_text()
+    for path in sorted((shipped / "data").glob("*/*.csv")):
+        assert (made / path.relative_to(shipped)).read_bytes() == path.read_bytes(), path.name
