@@ -218,3 +218,22 @@ def _only_clear_errors(reader, path: Path) -> None:
         reader(path)
     except InputError as exc:
         assert str(exc)
+
+
+def test_chrome_trace_devices_and_order(tmp_path: Path):
+    """Events sort by time then event index; a case per device; frees of blocks from
+    before the recording live from time 0."""
+
+    def mem(ts, idx, addr, nbytes, dtype=1, did=0):
+        args = {"Addr": addr, "Bytes": nbytes, "Device Type": dtype, "Device Id": did,
+                "Ev Idx": idx}  # fmt: skip
+        return {"ph": "i", "name": "[memory]", "ts": ts, "args": args}
+
+    events = [mem(5, 3, 64, -512), mem(1, 1, 64, 512), mem(1, 0, 0, 1024), mem(2, 2, 0, -1024)]
+    events += [mem(3, 4, 9, -256), mem(1, 5, 7, 128, 0, -1), {"name": "aten::mm", "ph": "X"}]
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps({"traceEvents": events}))
+    per_device = read_chrome_trace(path)
+    assert set(per_device) == {"cuda0", "cpu"}
+    assert rows(per_device["cuda0"]) == [(0, 4, 256), (1, 3, 1024), (2, 5, 512)]
+    assert rows(per_device["cpu"]) == [(1, 2, 128)]
