@@ -16,12 +16,14 @@ from client.errors import ClientError
 from client.http import FINAL, Client
 from judge import cli as judge_cli
 from judge.console import err, fail, fmt, new_table, out, print_cases, progress_bar, show
+from tracer import cli as trace_cli
 
 app = typer.Typer(
     help="MemoRace: judge memory planners here, or submit them to a MemoRace server.",
     no_args_is_help=True,
 )
 app.add_typer(judge_cli.app)  # no name: the judge's commands join these at the top level
+app.add_typer(trace_cli.app, name="trace")  # imports torch only when a recording runs
 SERVER = "Server (MEMORACE_URL, MEMORACE_TOKEN or ~/.config/memorace/config.toml)"
 
 

@@ -110,6 +110,35 @@ def problem_import_minimalloc(
     out.print(f"imported {len(problem.cases)} cases into {problem.root}")
 
 
+@problem_app.command("import-torch")
+def problem_import_torch(
+    files: Annotated[list[Path], typer.Argument(help="snapshot pickles or profiler JSON traces")],
+    slug: Annotated[str, typer.Option(help="package name")],
+    capacity: Annotated[
+        int | None, typer.Option(help="bytes; default: 25 % above each case's lower bound")
+    ] = None,
+    alignment: Annotated[int, typer.Option(help="bytes, every buffer")] = 512,
+    dest: Annotated[Path, typer.Option(help="where packages live")] = ROOT / "problems",
+    hidden: Annotated[list[str] | None, typer.Option(help="case name for the hidden split")] = None,
+) -> None:
+    """Make an `offset` package from what PyTorch recorded: CUDA memory snapshots
+    (`torch.cuda.memory._dump_snapshot`) or profiler Chrome traces (profile_memory=True),
+    one case per file and device. Snapshots are read as data: nothing in them runs."""
+    from judge.torch_import.package import import_torch
+
+    if not 1 <= alignment <= 2**30:
+        raise _fail("--alignment must be from 1 to 2^30")
+    try:
+        problem, notes = import_torch(
+            files, dest, slug, capacity, alignment, frozenset(hidden or ())
+        )
+    except InputError as exc:
+        raise _fail(str(exc)) from None
+    for note in notes:
+        err.print(f"[yellow]guessed[/yellow] {note}", highlight=False)
+    out.print(f"imported {len(problem.cases)} cases into {problem.root}")
+
+
 @app.command("judge")
 def judge_cmd(
     planner: Path,

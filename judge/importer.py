@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import shutil
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 import tomli_w
@@ -50,6 +51,21 @@ def import_minimalloc(
     files = sorted(Path(source).glob("*.csv"))
     if not files:
         raise PackageError("no *.csv case files found", source)
+
+    def fill(staging: Path) -> None:
+        cases = [_stage_case(f, staging, capacity, hidden) for f in files]
+        note = f"Imported with `memorace problem import-minimalloc` from `{Path(source).name}`."
+        if (Path(source) / "LICENSE").is_file():
+            shutil.copyfile(Path(source) / "LICENSE", staging / "LICENSE")
+            note += " The cases' license is in `LICENSE`."
+        write_offset_package(staging, slug, f"imported from {Path(source).name}", cases, note)
+
+    return build_package(dest_root, slug, fill)
+
+
+def build_package(dest_root: Path, slug: str, fill: Callable[[Path], None]) -> Problem:
+    """Make `dest_root/slug` by `fill`ing a staging folder, validated before it is moved
+    into place (a failed import leaves nothing behind)."""
     target = Path(dest_root) / slug
     if target.exists():
         raise PackageError("already exists; choose another --slug or remove it", target)
@@ -59,8 +75,8 @@ def import_minimalloc(
         raise PackageError(f"cannot create the folder: {exc.strerror}", dest_root) from None
     with tempfile.TemporaryDirectory(dir=dest_root, prefix=f".{slug}-") as tmp:
         staging = Path(tmp) / slug
-        cases = [_stage_case(f, staging, capacity, hidden) for f in files]
-        _write_package(staging, slug, source, cases)
+        staging.mkdir()
+        fill(staging)
         problem = load_problem(staging)
         load_cases(problem)  # every case parses and is feasible at its capacity
         shutil.move(staging, target)
@@ -95,18 +111,17 @@ def _stage_case(
     return {"name": name, "split": split, "capacity": cap, "weight": 1.0}
 
 
-def _write_package(staging: Path, slug: str, source: Path, cases: list[dict[str, object]]) -> None:
+def write_offset_package(
+    staging: Path, slug: str, origin: str, cases: list[dict[str, object]], note: str
+) -> None:
+    """problem.toml and a statement stub (`note` says where the cases came from)."""
     doc = {
         "slug": slug,
-        "name": f"{slug} (imported from {Path(source).name})",
+        "name": f"{slug} ({origin})",
         "type": "offset",
         "version": 1,
         "limits": {"time_limit_s": 60.0, "memory_limit_mb": 2048, "cpus": 1, "gpus": 0},
         "cases": cases,
     }
     (staging / "problem.toml").write_bytes(tomli_w.dumps(doc).encode())
-    note = f"Imported with `memorace problem import-minimalloc` from `{Path(source).name}`."
-    if (Path(source) / "LICENSE").is_file():
-        shutil.copyfile(Path(source) / "LICENSE", staging / "LICENSE")
-        note += " The cases' license is in `LICENSE`."
     (staging / "statement.md").write_text(STATEMENT.format(title=slug, source=note))

@@ -92,7 +92,8 @@ def write_csv(path, bufs: list[Buffer]) -> None:
         f.write("".join(rows))
 
 
-def write_package(package, title: str, limits: dict, cases: list, build, only=None) -> None:
+def write_package(package, title: str, limits: dict, cases: list, build, only=None,
+                  version: int = 1) -> None:
     """Write data/<split>/<case>.csv and problem.toml of `package` from `cases`.
 
     `build(case)` returns the case's buffers; `only` limits the run to some case
@@ -103,7 +104,7 @@ def write_package(package, title: str, limits: dict, cases: list, build, only=No
         if only is None:  # stale files from an older case list must not survive
             for old in (package / "data" / split).glob("*.csv"):
                 old.unlink()
-    toml = [f'slug = "{package.name}"\nname = "{title}"\ntype = "offset"\nversion = 1\n',
+    toml = [f'slug = "{package.name}"\nname = "{title}"\ntype = "offset"\nversion = {version}\n',
             "\n[limits]\n" + "".join(f"{k} = {v}\n" for k, v in limits.items())]
     for case in cases:
         if only is not None and case.name not in only:

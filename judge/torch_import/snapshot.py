@@ -1,0 +1,144 @@
+"""A PyTorch CUDA memory snapshot (`torch.cuda.memory._dump_snapshot`), read as data.
+
+The file is a pickle of plain dicts, lists, strings and numbers (PyTorch's
+"Understanding CUDA Memory Usage" page documents it): `segments` (the allocator's
+cudaMalloc'd segments with their `blocks`, as at the end) and `device_traces` (one list
+per device of entries with `action`, `addr`, `size`, `stream`, `frames`). A pickle can
+name any Python callable and have it called while loading; this reader's unpickler
+refuses every global, so such a file is rejected before anything runs.
+
+Buffers: `alloc` opens one, `free_completed` (the block is back in the allocator) ends
+it, or `free_requested` (older traces: `free`) when no completion follows. Segment
+events (`segment_alloc`, `segment_free`, ...) are the allocator's own and are skipped.
+"""
+
+from __future__ import annotations
+
+import io
+import pickle
+from pathlib import Path
+from typing import Any
+
+from judge.csvtable import read_bounded
+from judge.errors import CaseError, show_value
+from judge.torch_import.lifetimes import ALLOC, FREE, Buffers, Event, buffers_from_events
+
+MAX_SNAPSHOT_BYTES = 512 * 2**20
+MAX_DEVICES = 1024
+_SKIPPED = frozenset(
+    {"segment_alloc", "segment_free", "segment_map", "segment_unmap", "snapshot", "oom"}
+)
+_FREES = frozenset({"free_requested", "free_completed", "free"})
+
+
+class _DataOnly(pickle.Unpickler):
+    """Builds only pickle's own types; any class or function reference is refused."""
+
+    def find_class(self, module: str, name: str) -> Any:
+        raise pickle.UnpicklingError(
+            f"refers to {module}.{name}; a memory snapshot holds only plain data, so this "
+            "file is refused (nothing in it was run)"
+        )
+
+    def persistent_load(self, pid: Any) -> Any:
+        raise pickle.UnpicklingError("uses persistent ids; a memory snapshot does not")
+
+
+def read_snapshot(path: Path) -> dict[str, Buffers]:
+    """Buffers per device ("cuda0", ...) of a snapshot file."""
+    data = read_bounded(path, MAX_SNAPSHOT_BYTES, CaseError)
+    return snapshot_buffers(load_snapshot(data, path), path)
+
+
+def load_snapshot(data: bytes, path: Path | str) -> dict[str, Any]:
+    try:
+        doc = _DataOnly(io.BytesIO(data)).load()
+    except pickle.UnpicklingError as exc:
+        raise CaseError(f"not a memory snapshot: {exc}", path) from None
+    except Exception as exc:  # any other way a pickle can be broken (memo, stack, opcodes)
+        what = type(exc).__name__
+        raise CaseError(f"not a memory snapshot (a broken pickle: {what})", path) from None
+    if not isinstance(doc, dict) or not isinstance(doc.get("device_traces"), list):
+        raise CaseError("not a memory snapshot: no 'device_traces' list at the top", path)
+    return doc
+
+
+def snapshot_buffers(doc: dict[str, Any], path: Path | str) -> dict[str, Buffers]:
+    traces = doc["device_traces"]
+    if len(traces) > MAX_DEVICES:
+        raise CaseError(f"{len(traces)} device traces; at most {MAX_DEVICES}", path)
+    held = _held_blocks(doc.get("segments", []), path)
+    out = {}
+    for device, trace in enumerate(traces):
+        where = f"device_traces[{device}]"
+        events = _events(_list(trace, where, path), where, path)
+        if events or held.get(device):
+            out[f"cuda{device}"] = buffers_from_events(events, held.get(device, {}))
+    return out
+
+
+def _events(trace: list[Any], where: str, path: Path | str) -> list[Event]:
+    """The alloc and free actions, checked."""
+    entries = []
+    for i, entry in enumerate(trace):
+        at = f"{where}[{i}]"
+        action = _field(entry, "action", str, at, path)
+        if action in _SKIPPED:
+            continue
+        if action != "alloc" and action not in _FREES:
+            raise CaseError(f"{at}: unknown action {show_value(action)}", path)
+        addr, size = _field(entry, "addr", int, at, path), _field(entry, "size", int, at, path)
+        if addr < 0 or size < 0 or (action == "alloc" and size == 0):
+            raise CaseError(f"{at}: addr and size must be >= 0 (size > 0 to alloc)", path)
+        entries.append((action, addr, size))
+    return _merge_frees(entries)
+
+
+def _merge_frees(entries: list[tuple[str, int, int]]) -> list[Event]:
+    """A request that a completion follows is dropped: the completion is the free."""
+    completed: set[int] = set()  # indexes of requests a completion follows
+    pending: dict[int, int] = {}  # addr: index of its latest request
+    for i, (action, addr, _) in enumerate(entries):
+        if action == "free_requested":
+            pending[addr] = i
+        elif action == "free_completed" and addr in pending:
+            completed.add(pending.pop(addr))
+        elif action == "alloc":
+            pending.pop(addr, None)
+    return [
+        Event(ALLOC if action == "alloc" else FREE, addr, size)
+        for i, (action, addr, size) in enumerate(entries)
+        if i not in completed
+    ]
+
+
+def _held_blocks(segments: Any, path: Path | str) -> dict[int, dict[int, int]]:
+    """Per device, the blocks allocated when the snapshot was taken (address: size)."""
+    held: dict[int, dict[int, int]] = {}
+    for s, seg in enumerate(_list(segments, "segments", path)):
+        at = f"segments[{s}]"
+        _field(seg, "blocks", list, at, path)
+        device = _field(seg, "device", int, at, path) if "device" in seg else 0
+        blocks = seg["blocks"]
+        for b, block in enumerate(blocks):
+            bat = f"{at}.blocks[{b}]"
+            state = _field(block, "state", str, bat, path)
+            if state in ("active_allocated", "active_pending_free"):
+                addr = _field(block, "address", int, bat, path)
+                held.setdefault(device, {})[addr] = _field(block, "size", int, bat, path)
+    return held
+
+
+def _list(value: Any, where: str, path: Path | str) -> list[Any]:
+    if not isinstance(value, list):
+        raise CaseError(f"{where} must be a list, got {type(value).__name__}", path)
+    return value
+
+
+def _field(entry: Any, key: str, kind: type, where: str, path: Path | str) -> Any:
+    if not isinstance(entry, dict):
+        raise CaseError(f"{where} must be a dict, got {type(entry).__name__}", path)
+    value = entry.get(key)
+    if not isinstance(value, kind) or isinstance(value, bool):
+        raise CaseError(f"{where}: '{key}' must be {kind.__name__}, got {show_value(value)}", path)
+    return value

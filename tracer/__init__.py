@@ -1,0 +1,5 @@
+"""`memorace trace`: record the tensors of one model step with PyTorch (the `trace` extra).
+
+Only this package imports torch; nothing in judge/, api/ or worker/ imports it. The
+traces it writes (format: TRACE_FORMAT.md) are turned into problem cases without
+PyTorch (problems/_lib/torchtrace.py)."""
