@@ -13,6 +13,13 @@ $(VENV)/.installed: pyproject.toml
 
 setup: $(VENV)/.installed
 
+# The `trace` extra (PyTorch, ~35 s and 5.8 GB) for `memorace trace` and its tests;
+# the service never needs it.
+$(VENV)/.trace-installed: $(VENV)/.installed
+	@echo "[setup] the trace extra (PyTorch) into $(VENV)"
+	$(PY) -m pip install -q -e '.[dev,trace]'
+	touch $@
+
 # The main job: the whole service on this machine (SQLite, embedded broker, one
 # worker, the shipped problems); prints the organizer token. scripts/prepare brings
 # what the sandbox needs (root) or says what is missing and which sandbox serves.
@@ -32,7 +39,7 @@ prepare:
 # (scripts/prepare test; as root it installs and starts them, else it lists what
 # is missing), the sandbox images, lint, every test.
 test: prepare
-	@$(MAKE) -s --no-print-directory setup
+	@$(MAKE) -s --no-print-directory setup $(VENV)/.trace-installed
 	$(VENV)/bin/ruff check .
 	$(PY) -m pytest
 
