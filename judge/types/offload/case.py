@@ -241,14 +241,15 @@ def _check_feasible(case: OffloadCase, fail: Any) -> None:
     order = np.argsort(case.uses, kind="stable")
     steps, first = np.unique(case.uses[order], return_index=True)
     need = np.add.reduceat(per_use[order], first)
-    need = need + _kept_to_the_end(case, steps)
+    kept = _kept_to_the_end(case, steps)
+    need = need + kept
     k = int(np.argmax(need))
     worst, exact = int(steps[k]), int(need[k])
     if exact > case.capacity:
         raise fail(
             f"infeasible: step {worst} uses tensors of {exact} bytes in all, "
             f"more than the capacity {case.capacity}"
-            + (" (with the tensors that must end on the device)" if case.end is not None else "")
+            + (" (with the tensors that must end on the device)" if kept[k] else "")
         )
     _check_host_room(case, fail)
 

@@ -149,6 +149,12 @@ def _compress(cols: TensorColumns, raw: Any, tid: str, size: int, fail: Any) -> 
         return
     if not isinstance(raw, dict) or set(raw) != {"size", "encode", "decode"}:
         raise fail(f'tensor {tid}: compress must be {{"size": bytes, "encode": µs, "decode": µs}}')
-    cols.csize.append(as_int(raw["size"], f"tensor {tid}: compressed size", 1, fail, size))
+    small = raw["size"]
+    if isinstance(small, bool) or not isinstance(small, int) or not 1 <= small <= size:
+        raise fail(
+            f"tensor {tid}: compressed size must be an integer from 1 to its size {size}, "
+            f"not {show_value(small)}"
+        )
+    cols.csize.append(small)
     cols.encode.append(as_int(raw["encode"], f"tensor {tid}: encode", 0, fail))
     cols.decode.append(as_int(raw["decode"], f"tensor {tid}: decode", 0, fail))
