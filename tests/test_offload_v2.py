@@ -1,3 +1,4 @@
+# ruff: noqa: E501  (tables of plan and expected message: one row per line)
 """`offload` v2: the README's worked example through `memorace verify`, the new rules'
 messages, zero-duration steps and ties, and the lower bound."""
 
