@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from judge.types.offload.case_tensors import HOST, NVME
+from judge.types.offload.case_tensors import DEVICE, HOST, NVME
 
 # OffloadCase is duck-typed here: the case reader calls lower_bound before it returns.
 
@@ -48,10 +48,13 @@ def exact_lower_bound(case: Any) -> Fraction:
     out: list[tuple[Fraction, Fraction]] = []
     for t in range(len(size)):
         written = int(wc[case.use_start[t + 1]] - wc[case.use_start[t]]) > 0
+        w = last_write[t]
+        if start[t] == DEVICE:  # its first use produces it: a write
+            written, w = True, max(w, int(case.use_start[t]))
         if end[t] != HOST or (start[t] == HOST and not written):
             continue
         # its final bytes cross d2h in full, after its last write ends (or after it came in)
-        ready = Fraction(prefix[uses[last_write[t]] + 1]) if written else d_read(t) + d_in(t)
+        ready = Fraction(prefix[uses[w] + 1]) if written else d_read(t) + d_in(t)
         out.append((ready, case.d2h_latency + Fraction(size[t], case.d2h)))
     if out:
         bounds.append(min(r for r, _ in out) + sum(d for _, d in out))
