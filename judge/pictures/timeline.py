@@ -273,7 +273,7 @@ class _Titles:
         length = self.start[steps] - before
         k = int(np.argmax(length))
         s = int(steps[k])
-        cause = self.timing.stall_cause[s] or "unknown"
+        cause = self.timing.cause(s) or "unknown"
         if steps.size == 1:
             return (
                 f"stall before step {s}: {_us(length[k])} µs "

@@ -136,7 +136,7 @@ def source_residencies(case: OffloadCase, plan: OffloadPlan, lay: Layout) -> dic
 
 def _missing_source(case: OffloadCase, plan: OffloadPlan, lay: Layout) -> str:
     try:
-        source_residencies(case, plan, lay)
+        lay.memo["sources"] = source_residencies(case, plan, lay)
     except RuleError as exc:
         return str(exc)
     return ""

@@ -33,13 +33,23 @@ class Timing:
     unit: int
     step_start: list[int]
     step_end: list[int]
-    stall_cause: list[str]  # why each step (or the work just before it) waited
+    stall_cause: list[str]  # why each step waited, when given in words; else see cause()
     # (engine "d2h" | "h2d" | "nvme_read" | "nvme_write", residency, start, end)
     copies: list[tuple[str, int, int, int]] = field(default_factory=list)
     # (kind "encode" | "decode" | "recompute", residency, start, end) on the compute stream
     work: list[tuple[str, int, int, int]] = field(default_factory=list)
     stall: list[int] = field(default_factory=list)  # waiting before each step, in units
     end: int = 0  # when the last step or copy ends
+    causes: list[Cause | None] = field(default_factory=list, repr=False)
+    named: tuple[OffloadCase, OffloadPlan] | None = field(default=None, repr=False)
+
+    def cause(self, s: int) -> str:
+        """Why step s (or the work just before it) waited, in words ("" if it did not)."""
+        if self.stall_cause:
+            return self.stall_cause[s]
+        if not self.named or not self.stall[s]:
+            return ""
+        return say(*self.named, self.causes[s])
 
     @property
     def makespan(self) -> int:
@@ -62,7 +72,7 @@ class Timing:
         worst, s = max((d, s) for s, d in enumerate(self.stall))
         return (
             f"{span}, of which {total / self.unit:.3f} µs stalled; the longest stall, "
-            f"{worst / self.unit:.3f} µs before step {s}: {self.stall_cause[s]}{after}"
+            f"{worst / self.unit:.3f} µs before step {s}: {self.cause(s)}{after}"
         )
 
 
@@ -77,6 +87,10 @@ class ByteOwners:
     def take(self, start: int, end: int, owner: int) -> list[int]:
         """Make `owner` the occupant of [start, end); return the previous occupants."""
         i = bisect.bisect_right(self.starts, start) - 1
+        if i >= 0 and self.starts[i] == start and self.ends[i] == end:  # the same bytes again
+            previous = [self.owners[i]]
+            self.owners[i] = owner
+            return previous
         if i < 0 or self.ends[i] <= start:
             i += 1
         j = i
@@ -97,13 +111,49 @@ class ByteOwners:
 
 
 def _buckets(step: np.ndarray, rows: np.ndarray, priority: np.ndarray, n: int) -> list[list[int]]:
-    """rows bucketed by step (offset by one: bucket 0 is "before step 0"), each bucket in
-    decreasing priority, then plan order."""
+    """rows by step (bucket s + 1 holds step s; bucket 0 is "before step 0"), each bucket
+    in decreasing priority, then plan order; steps without rows share one empty list."""
     order = rows[np.lexsort((rows, -priority[rows], step[rows]))]
-    out: list[list[int]] = [[] for _ in range(n + 1)]
-    for r, s in zip(order.tolist(), (step[order] + 1).tolist(), strict=True):
-        out[s].append(r)
+    at = (step[order] + 1).tolist()
+    empty: list[int] = []
+    out = [empty] * (n + 1)
+    for r, b in zip(order.tolist(), at, strict=True):
+        if out[b] is empty:
+            out[b] = [r]
+        else:
+            out[b].append(r)
     return out
+
+
+Cause = tuple[str, int, int]  # (what, residency, the one it waits for): worded only if shown
+_SAY = {
+    "bytes": "{t} waits for the bytes of {q}",
+    "in": "waiting for the copy-in of {r}",
+    "recompute bytes": "the recompute of {r} waits for the bytes of {q}",
+    "recompute source": "the recompute of {r} waits for the copy-in of {q}",
+    "decode bytes": "the decode of {r} waits for the bytes of {q}",
+    "decode in": "the decode of {r} waits for its copy-in",
+}
+
+
+def say(case: OffloadCase, plan: OffloadPlan, cause: Cause | None) -> str:
+    if cause is None:
+        return ""
+    what, r, q = cause
+    return _SAY[what].format(
+        t=case.ids[int(plan.tensor[r])],
+        r=residency_name(case, plan, r),
+        q=residency_name(case, plan, q) if q >= 0 else "",
+    )
+
+
+def _durations(nbytes: np.ndarray, unit: int, bandwidth: int, latency: int) -> list[int]:
+    """latency + bytes / bandwidth in units of 1/unit µs, exact (Python ints when int64
+    could wrap)."""
+    scale, fixed = unit // bandwidth, latency * unit
+    if int(nbytes.max(initial=0)) * scale + fixed < 2**62:
+        return (nbytes * scale + fixed).tolist()
+    return [b * scale + fixed for b in nbytes.tolist()]
 
 
 class _Sim:
@@ -112,19 +162,20 @@ class _Sim:
         nv = case.nvme
         bws = [case.h2d, case.d2h] + ([nv.read_bw, nv.write_bw] if nv else [])
         self.unit = unit = math.lcm(*bws)
-        size, t = case.size.tolist(), plan.tensor.tolist()
-        csize = case.csize.tolist() if case.csize is not None else size
-        nbytes = [
-            csize[x] if c else size[x] for x, c in zip(t, lay.compressed_in.tolist(), strict=True)
-        ]
-        self.t_in = [b * (unit // case.h2d) + case.h2d_latency * unit for b in nbytes]
-        self.t_out = [size[x] * (unit // case.d2h) + case.d2h_latency * unit for x in t]
-        self.t_out_small = [c * (unit // case.d2h) + case.d2h_latency * unit for c in csize]
+        size = case.size[plan.tensor]
+        csize = case.csize if case.csize is not None else case.size
+        moved = np.where(lay.compressed_in, csize[plan.tensor], size)
+        self.t_in = _durations(moved, unit, case.h2d, case.h2d_latency)
+        self.t_out = _durations(size, unit, case.d2h, case.d2h_latency)
+        self.t_out_small = _durations(csize, unit, case.d2h, case.d2h_latency)
         if nv:
-            self.t_read = [size[x] * (unit // nv.read_bw) + nv.read_latency * unit for x in t]
-            self.t_write = [size[x] * (unit // nv.write_bw) + nv.write_latency * unit for x in t]
-        self.tensor, self.offset, self.size = t, plan.offset.tolist(), size
-        self.csize = csize
+            self.t_read = _durations(size, unit, nv.read_bw, nv.read_latency)
+            self.t_write = _durations(size, unit, nv.write_bw, nv.write_latency)
+        self.tensor, self.offset = plan.tensor.tolist(), plan.offset.tolist()
+        self.size, self.csize = case.size.tolist(), csize.tolist()
+        self.parks_on_nvme = (lay.out == OUT_NVME).tolist()
+        self.reads, self.from_nvme = lay.reads.tolist(), lay.from_nvme.tolist()
+        self.compressed_in = lay.compressed_in.tolist()
         n = len(plan)
         self.release = [0] * n
         self.in_end = [0] * n  # copy-in end (h2d leg)
@@ -143,28 +194,24 @@ class _Sim:
                 best, who = release[q], q
         return best, who
 
-    def name(self, r: int) -> str:
-        return residency_name(self.case, self.plan, r)
-
-    def recompute_ready(self, r: int, sources: dict[int, list[int]]) -> tuple[int, str]:
+    def recompute_ready(self, r: int, sources: dict[int, list[int]]) -> tuple[int, Cause]:
         """When a recompute may start (its bytes free, its sources' copy-ins done), and why."""
         lo = self.offset[r]
         ready, q = self.bytes_ready(r, lo, lo + self.size[self.tensor[r]])
-        why = f"the recompute of {self.name(r)} waits for the bytes of {self.name(q)}"
-        for j in sources.get(r, []):
+        why = ("recompute bytes", r, q)
+        for j in sources.get(r, ()):
             if self.in_end[j] > ready:
-                ready = self.in_end[j]
-                why = f"the recompute of {self.name(r)} waits for the copy-in of {self.name(j)}"
+                ready, why = self.in_end[j], ("recompute source", r, j)
         return ready, why
 
-    def decode_ready(self, r: int) -> tuple[int, str]:
+    def decode_ready(self, r: int) -> tuple[int, Cause]:
         """When a decode may start (the rest of its bytes free, its copy-in done), and why."""
         t, lo = self.tensor[r], self.offset[r]
         hi = lo + self.size[t] - self.csize[t]
         ready, q = self.bytes_ready(r, lo, hi) if hi > lo else (0, -1)
-        why = f"the decode of {self.name(r)} waits for the bytes of {self.name(q)}"
+        why = ("decode bytes", r, q)
         if self.in_end[r] > ready:
-            ready, why = self.in_end[r], f"the decode of {self.name(r)} waits for its copy-in"
+            ready, why = self.in_end[r], ("decode in", r, -1)
         return ready, why
 
     def copy_out(self, r: int, issue: int, small: bool) -> None:
@@ -172,21 +219,20 @@ class _Sim:
         self.d2h = end = begin + (self.t_out_small[self.tensor[r]] if small else self.t_out[r])
         self.copies.append(("d2h", r, begin, end))
         self.release[r] = self.out_end[r] = end
-        if self.lay.out[r] == OUT_NVME:
+        if self.parks_on_nvme[r]:
             begin = max(end, self.nw)
             self.nw = self.out_end[r] = begin + self.t_write[r]
             self.copies.append(("nvme_write", r, begin, self.nw))
 
     def copy_in(self, r: int, issue: int) -> None:
-        lay, t = self.lay, self.tensor[r]
-        q = int(lay.reads[r])
+        t, q = self.tensor[r], self.reads[r]
         wrote = self.out_end[q] if q >= 0 else 0
-        if lay.from_nvme[r]:
+        if self.from_nvme[r]:
             begin = max(issue, self.nr, wrote)
             self.nr = wrote = begin + self.t_read[r]
             self.copies.append(("nvme_read", r, begin, self.nr))
         end = self.offset[r] + self.size[t]
-        lo = end - self.csize[t] if lay.compressed_in[r] else self.offset[r]
+        lo = end - self.csize[t] if self.compressed_in[r] else self.offset[r]
         ready, _ = self.bytes_ready(r, lo, end)
         begin = max(issue, self.h2d, wrote, ready)
         self.h2d = self.in_end[r] = begin + self.t_in[r]
@@ -201,32 +247,31 @@ def simulate(case: OffloadCase, plan: OffloadPlan, lay: Layout | None = None) ->
     rows = np.arange(len(plan))
     prio = plan.priority if plan.priority is not None else np.zeros(len(plan), np.int64)
     mode = plan.mode if plan.mode is not None else np.where(plan.index == 0, PRODUCED, COPIED)
-    out = lay.out
-    zero = np.zeros(len(plan), np.int64)
+    out, zero = lay.out, np.zeros(len(plan), np.int64)
+    copied_out = (out >= 0) & (out != OUT_DROP) & (out != OUT_COMPRESSED)
     produced = _buckets(lay.first, rows[mode == PRODUCED], zero, n_steps)
     fetched = _buckets(lay.first, rows[(mode == COPIED) & ~lay.compressed_in], zero, n_steps)
     before = _buckets(lay.at, rows[(mode == RECOMPUTED) | lay.compressed_in], zero, n_steps)
-    outs = _buckets(
-        lay.last, rows[(out >= 0) & (out != OUT_DROP) & (out != OUT_COMPRESSED)], prio, n_steps
-    )
+    outs = _buckets(lay.last, rows[copied_out], prio, n_steps)
     encodes = _buckets(lay.last, rows[out == OUT_COMPRESSED], zero, n_steps)
     ins = _buckets(plan.prefetch, rows[mode == COPIED], prio, n_steps)
     freed = _buckets(lay.last, rows[(out == OUT_DROP) | ((out < 0) & lay.final)], zero, n_steps)
-    kept = lay.final & (case.end_tier()[plan.tensor] == DEVICE)
-    sources = source_residencies(case, plan, lay)
-    tensor, offset, size = sim.tensor, sim.offset, sim.size
-    steps = case.steps.tolist()
+    kept = (lay.final & (case.end_tier()[plan.tensor] == DEVICE)).tolist()
+    sources = lay.memo.get("sources") or source_residencies(case, plan, lay)
+    tensor, offset, size, in_end = sim.tensor, sim.offset, sim.size, sim.in_end
+    steps, mode_l = case.steps.tolist(), mode.tolist()
     rcost = case.recompute_cost.tolist() if case.recompute_cost is not None else []
     dcost = case.decode.tolist() if case.decode is not None else []
     ecost = case.encode.tolist() if case.encode is not None else []
-    kept_l, mode_l = kept.tolist(), mode.tolist()
-    step_start, step_end, causes, stall = [], [], [], []
+    step_start, step_end, stall = [], [], []
+    causes: list[Cause | None] = []
     for r in ins[0]:
         sim.copy_in(r, 0)
     free = 0  # when the compute stream is free
     for s in range(n_steps):
-        waited, cause = 0, ""
-        for r in before[s + 1]:  # decodes and recomputes run just before step s
+        b = s + 1
+        waited, cause = 0, None
+        for r in before[b]:  # decodes and recomputes run just before step s
             t = tensor[r]
             if mode_l[r] == RECOMPUTED:
                 kind, cost, (ready, why) = "recompute", rcost[t], sim.recompute_ready(r, sources)
@@ -238,38 +283,33 @@ def simulate(case: OffloadCase, plan: OffloadPlan, lay: Layout | None = None) ->
             free = begin + cost * unit
             sim.work.append((kind, r, begin, free))
         start = free
-        for r in produced[s + 1]:
-            t = tensor[r]
-            ready, q = sim.bytes_ready(r, offset[r], offset[r] + size[t])
+        for r in produced[b]:
+            ready, q = sim.bytes_ready(r, offset[r], offset[r] + size[tensor[r]])
             if ready > start:
-                start, cause = (
-                    ready,
-                    f"{case.ids[t]} waits for the bytes of {residency_name(case, plan, q)}",
-                )
-        for r in fetched[s + 1]:
-            if sim.in_end[r] > start:
-                start, cause = (
-                    sim.in_end[r],
-                    f"waiting for the copy-in of {residency_name(case, plan, r)}",
-                )
+                start, cause = ready, ("bytes", r, q)
+        for r in fetched[b]:
+            if in_end[r] > start:
+                start, cause = in_end[r], ("in", r, -1)
         waited += start - free
         free = start + steps[s] * unit
         step_start.append(start)
         step_end.append(free)
         causes.append(cause)
         stall.append(waited)
-        for r in freed[s + 1]:
-            sim.release[r] = NEVER if kept_l[r] else free
-        for r in outs[s + 1]:
+        for r in freed[b]:
+            sim.release[r] = NEVER if kept[r] else free
+        for r in outs[b]:
             sim.copy_out(r, free, False)
-        for r in encodes[s + 1]:
+        for r in encodes[b]:
             begin, free = free, free + ecost[tensor[r]] * unit
             sim.work.append(("encode", r, begin, free))
             sim.copy_out(r, free, True)
-        for r in ins[s + 1]:  # copy-ins named "after step s" (issued when it ends)
+        for r in ins[b]:  # copy-ins named "after step s" (issued when it ends)
             sim.copy_in(r, step_end[s])
     end = max([free, *(c[3] for c in sim.copies)])
-    return Timing(unit, step_start, step_end, causes, sim.copies, sim.work, stall, end)
+    timing = Timing(unit, step_start, step_end, [], sim.copies, sim.work, stall, end)
+    timing.causes, timing.named = causes, (case, plan)
+    return timing
 
 
 def group_by_step(plan: OffloadPlan, lay: Layout, n_steps: int) -> _Groups:
