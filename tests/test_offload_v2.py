@@ -239,3 +239,13 @@ def test_the_bound_is_floored_and_link_aware():
     c = parse_case(case, "case", None)
     # h2d: 4/3 + 2 steps; d2h: g written in step 1, ends at 2, then 1 + 5/2
     assert exact_lower_bound(c) == Fraction(11, 2) and lower_bound(c) == 5
+
+
+def test_the_timeline_draws_codec_and_recompute_work():
+    from judge.types.offload import OFFLOAD
+
+    c = parse_case(EXAMPLE_CASE, "case", None)
+    picture = OFFLOAD.picture(c, parse_plan(EXAMPLE_PLAN, "plan", c), lower_bound(c))
+    assert 'class="work"' in picture and "decode of residency 2 of k" in picture
+    assert "recompute of residency 2 of a" in picture
+    assert "waiting for the copy-in of residency 2 of m" in picture  # the stall before step 3

@@ -35,6 +35,7 @@ COLOURS = {
     "stall": "#d62728",
     "d2h": "#f28e2b",
     "h2d": "#59a14f",
+    "work": "#9467bd",
     "in use": "#76b7b2",
     "in use line": "#3b7d78",
 }
@@ -44,14 +45,15 @@ LANES = (("compute", "step"), ("D2H", "d2h"), ("H2D", "h2d"))
 LEGEND = (
     ("step", "compute step"),
     ("stall", "stall"),
+    ("work", "decode / encode / recompute"),
     ("d2h", "copy-out (D2H)"),
     ("h2d", "copy-in (H2D)"),
     ("in use", "device bytes in use"),
 )
 # Draw order of the lanes' boxes (stalls are also kept first under max_items) and the
 # lane each kind is drawn on.
-KINDS = ("stall", "step", "d2h", "h2d")
-LANE_OF = {"stall": 0, "step": 0, "d2h": 1, "h2d": 2}
+KINDS = ("stall", "step", "work", "d2h", "h2d")
+LANE_OF = {"stall": 0, "step": 0, "work": 0, "d2h": 1, "h2d": 2}
 # Bytes of <rect>s at most: the rest of the picture stays far below 100 KB, so the whole
 # stays under 1.5 MB whatever the ids (up to 100 characters each) make of the titles.
 BOX_BYTES = 1_300_000
@@ -145,7 +147,7 @@ def timeline_svg(
     parts += _memory_axes(f)
     if n_steps == 0:
         parts.append(svg.text(f.left + f.pw / 2, f.axis_y - 20, "no steps", anchor="middle"))
-    boxes = _all_boxes(f, start, end, copies, unit)
+    boxes = _all_boxes(f, start, end, copies, unit, timing.work)
     titles = _Titles(case, plan, timing, start, end, copies)
     groups, drawn = _draw(f, boxes, *_select(boxes, max_items), titles)
     parts += groups
@@ -170,7 +172,7 @@ def _in_use(case: OffloadCase, plan: OffloadPlan, n_steps: int) -> tuple[Arr, Ar
     size = case.size[plan.tensor]
     # A valid plan's residencies at one point are disjoint below the capacity: no overflow.
     diff = np.zeros(2 * n_steps + 1, dtype=np.int64)
-    np.add.at(diff, lay.lower, size)
+    np.add.at(diff, np.maximum(lay.lower, 0), size)  # from before step 0: as during it
     np.add.at(diff, lay.upper, -size)
     load = np.cumsum(diff[:-1])
     return load[0::2], load[1::2]
@@ -208,14 +210,27 @@ def _groups(kind: str, rows: Arr, a: Arr, b: Arr, sx: float, summed: bool = Fals
 
 
 def _all_boxes(
-    f: _Frame, start: Arr, end: Arr, copies: list[tuple[str, int, int, int]], unit: int
+    f: _Frame,
+    start: Arr,
+    end: Arr,
+    copies: list[tuple[str, int, int, int]],
+    unit: int,
+    work: list[tuple[str, int, int, int]] = (),  # type: ignore[assignment]
 ) -> list[_Boxes]:
-    prev_end = np.concatenate([[0.0], end[:-1]])
-    stalled = np.flatnonzero(start > prev_end)
+    # the compute stream: steps and the decodes, encodes and recomputes between them
+    w_start = np.array([w[2] for w in work], dtype=np.float64) / unit
+    w_end = np.array([w[3] for w in work], dtype=np.float64) / unit
+    order = np.argsort(np.concatenate([start, w_start]), kind="stable")
+    a, z = np.concatenate([start, w_start])[order], np.concatenate([end, w_end])[order]
+    prev_end = np.concatenate([[0.0], z[:-1]])
+    gap = np.flatnonzero(a > prev_end)
+    before = np.minimum(np.searchsorted(start, a[gap], side="left"), max(start.size - 1, 0))
     out = {
-        "stall": _groups("stall", stalled, prev_end[stalled], start[stalled], f.sx, summed=True),
+        "stall": _groups("stall", before, prev_end[gap], a[gap], f.sx, summed=True),
         "step": _groups("step", np.arange(start.size), start, end, f.sx),
-    }
+        "work": _groups("work", np.argsort(w_start, kind="stable"), np.sort(w_start),
+                        w_end[np.argsort(w_start, kind="stable")], f.sx),
+    }  # fmt: skip
     for engine in ("d2h", "h2d"):
         rows = np.array([k for k, c in enumerate(copies) if c[0] == engine], dtype=np.int64)
         a = np.array([copies[k][2] for k in rows.tolist()], dtype=np.float64) / unit
@@ -258,8 +273,19 @@ class _Titles:
         if b.kind == "step":
             return self._steps(lo, hi)
         if b.kind == "stall":
-            return self._stalls(b.rows[lo:hi])
+            return self._stalls(np.unique(b.rows[lo:hi]))
+        if b.kind == "work":
+            return self._work(b.rows[lo:hi].tolist())
         return self._copies(b.kind, b.rows[lo:hi].tolist())
+
+    def _work(self, rows: list[int]) -> str:
+        unit, work = self.timing.unit, self.timing.work
+        kind, r, a, _ = work[rows[0]]
+        z = work[rows[-1]][3]
+        what = f"{kind} of {residency_name(self.case, self.plan, r)}"
+        if len(rows) > 1:
+            what = f"{len(rows)} decodes, encodes or recomputes (first: {what})"
+        return f"{what}: {_us(a / unit)}–{_us(z / unit)} µs"
 
     def _steps(self, lo: int, hi: int) -> str:
         a, z = float(self.start[lo]), float(self.end[hi - 1])
@@ -269,8 +295,9 @@ class _Titles:
         return f"steps {lo}–{hi - 1}: {_us(a)}–{_us(z)} µs, {_us(busy)} µs of compute"
 
     def _stalls(self, steps: Arr) -> str:
-        before = np.concatenate([[0.0], self.end])[steps]
-        length = self.start[steps] - before
+        waited = np.array(self.timing.stall, dtype=np.float64) / self.timing.unit
+        length = waited[steps] if waited.size else self.start[steps] * 0
+        before = self.start[steps] - length
         k = int(np.argmax(length))
         s = int(steps[k])
         cause = self.timing.cause(s) or "unknown"
@@ -425,9 +452,7 @@ def _caption(
     unit = timing.unit
     makespan = timing.makespan / unit
     compute = int(case.steps.sum())
-    stalls = [
-        s - (timing.step_end[k - 1] if k else 0) for k, s in enumerate(timing.step_start)
-    ]  # exact integers in 1/unit µs
+    stalls = timing.stall  # exact integers in 1/unit µs
     stalled = sum(stalls) / unit
     score = compute / makespan if makespan else 1.0
     summary = (
