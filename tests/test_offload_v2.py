@@ -249,3 +249,29 @@ def test_the_timeline_draws_codec_and_recompute_work():
     assert 'class="work"' in picture and "decode of residency 2 of k" in picture
     assert "recompute of residency 2 of a" in picture
     assert "waiting for the copy-in of residency 2 of m" in picture  # the stall before step 3
+
+
+def test_the_planner_input_keeps_every_v2_field():
+    """What a planner reads (case.as_json) is the case: read back, same makespan."""
+    c = parse_case(EXAMPLE_CASE, "case", None)
+    again = parse_case(json.loads(json.dumps(c.as_json())), "case.json", None)
+    assert again.as_json() == c.as_json()
+    plan = parse_plan(EXAMPLE_PLAN, "plan", again)
+    assert verify(again, plan).makespan == 41.0
+    v1 = parse_case(
+        {
+            k: v
+            for k, v in EXAMPLE_CASE.items()
+            if k not in ("nvme", "host_capacity", "h2d_latency", "d2h_latency")
+        }
+        | {
+            "tensors": [
+                {k: v for k, v in t.items() if k in ("id", "size", "alignment", "uses")}
+                for t in EXAMPLE_CASE["tensors"]
+            ]
+        },
+        "c",
+        None,
+    )
+    assert set(v1.as_json()) == {"capacity", "h2d_bandwidth", "d2h_bandwidth", "steps", "tensors"}
+    assert all(set(t) == {"id", "size", "alignment", "uses"} for t in v1.as_json()["tensors"])
