@@ -221,10 +221,14 @@ def any_pairs(draw: Any) -> tuple[dict[str, Any], dict[str, Any]]:
     windows: dict[str, list[dict[str, Any]]] = {}
     plan = {"tensors": [{"id": t["id"], "residencies": _plan_tensor(draw, case, t, windows)}
                         for t in case["tensors"]]}  # fmt: skip
-    for entry in plan["tensors"]:
-        for res in entry["residencies"]:
-            res["offset"] = draw(st.integers(0, 24))
+    for t, entry in zip(case["tensors"], plan["tensors"], strict=True):
+        for k, res in enumerate(entry["residencies"]):
+            res["offset"] = draw(st.integers(0, 24 // t["alignment"])) * t["alignment"]
+            if draw(st.integers(0, 19)) == 0:
+                res["offset"] = draw(st.integers(0, 24))
             spoil = draw(st.integers(0, 9))
+            if spoil == 3 and k == len(entry["residencies"]) - 1:
+                spoil = 4
             if spoil == 0 and "prefetch_after" in res:
                 res["prefetch_after"] = draw(st.integers(-1, 6))
             elif spoil == 1 and "recompute_before" in res:
