@@ -112,17 +112,11 @@ class ByteOwners:
 
 def _buckets(step: np.ndarray, rows: np.ndarray, priority: np.ndarray, n: int) -> list[list[int]]:
     """rows by step (bucket s + 1 holds step s; bucket 0 is "before step 0"), each bucket
-    in decreasing priority, then plan order; steps without rows share one empty list."""
+    in decreasing priority, then plan order."""
     order = rows[np.lexsort((rows, -priority[rows], step[rows]))]
-    at = (step[order] + 1).tolist()
-    empty: list[int] = []
-    out = [empty] * (n + 1)
-    for r, b in zip(order.tolist(), at, strict=True):
-        if out[b] is empty:
-            out[b] = [r]
-        else:
-            out[b].append(r)
-    return out
+    flat = order.tolist()
+    bounds = np.searchsorted(step[order], np.arange(-1, n + 1)).tolist()
+    return [flat[bounds[b] : bounds[b + 1]] for b in range(n + 1)]
 
 
 Cause = tuple[str, int, int]  # (what, residency, the one it waits for): worded only if shown
