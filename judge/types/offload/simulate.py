@@ -114,9 +114,14 @@ def _buckets(step: np.ndarray, rows: np.ndarray, priority: np.ndarray, n: int) -
     """rows by step (bucket s + 1 holds step s; bucket 0 is "before step 0"), each bucket
     in decreasing priority, then plan order."""
     order = rows[np.lexsort((rows, -priority[rows], step[rows]))]
-    flat = order.tolist()
-    bounds = np.searchsorted(step[order], np.arange(-1, n + 1)).tolist()
-    return [flat[bounds[b] : bounds[b + 1]] for b in range(n + 1)]
+    flat, keys = order.tolist(), step[order] + 1
+    buckets, first = np.unique(keys, return_index=True)
+    empty: list[int] = []
+    out = [empty] * (n + 1)  # steps without rows share one empty list (most steps)
+    stops = [*first[1:].tolist(), len(flat)] if len(flat) else []
+    for b, lo, hi in zip(buckets.tolist(), first.tolist(), stops, strict=True):
+        out[b] = flat[lo:hi]
+    return out
 
 
 Cause = tuple[str, int, int]  # (what, residency, the one it waits for): worded only if shown
