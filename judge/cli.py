@@ -55,6 +55,7 @@ def verify(
         "verdict": str(verification.verdict),
         "message": verification.message,
         "peak": verification.peak,
+        "makespan": verification.makespan,  # timed types (µs), else null
         "lower_bound": bound,
         "score": score,
         "capacity": parsed.capacity,

@@ -24,10 +24,22 @@ extern "C" __global__ void spin(long long cycles) {
 """
 
 
+def _uses_v2(case: Any, plan: Any) -> bool:
+    v2_case = any(
+        x is not None for x in (case.writes, case.start, case.end, case.recompute_cost,
+                                case.csize, case.host_capacity, case.nvme)
+    ) or case.h2d_latency or case.d2h_latency  # fmt: skip
+    v2_plan = plan.out is not None and bool((plan.out >= 0).any() or (plan.priority > 0).any())
+    return bool(v2_case or v2_plan or (plan.mode is not None and (plan.mode == 2).any()))
+
+
 def time_offload(case: Any, plan: Any, host_limit_bytes: int = 48 * 2**30) -> dict[str, Any]:
     import cupy as cp
     import cupyx
 
+    if _uses_v2(case, plan):
+        return {"skipped": "the CUDA timing covers v1 cases and plans only (no tiers, "
+                "drops, recompute, compression or latencies yet)"}  # fmt: skip
     lay = lay_out(case, plan)
     tensor, offset = plan.tensor.tolist(), plan.offset.tolist()
     size = case.size.tolist()

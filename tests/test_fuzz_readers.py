@@ -36,6 +36,7 @@ from judge.types.offload import case as offload_case
 from judge.types.offload import plan as offload_plan
 from judge.types.offset import case as offset_case
 from judge.types.offset import plan as offset_plan
+from tests.test_offload_v2 import worked_example
 from tests.test_package import GOOD_TOML
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -144,10 +145,12 @@ def one_residency_plan(raw: dict[str, Any]) -> dict[str, Any]:
 OFFSET_CASES = small_csv_cases()
 OFFSET_PARSED = [offset_case.parse_case_bytes(c, "case.csv", 2**62) for c in OFFSET_CASES]
 OFFSET_PLANS = [stacked_plan(c) for c in OFFSET_PARSED]
-OFFLOAD_RAW = small_offload_cases()
+V2_CASE, V2_PLAN = worked_example()  # every v2 field, in the README's worked example
+OFFLOAD_RAW = [*small_offload_cases(), V2_CASE]
 OFFLOAD_CASES = [json.dumps(r, indent=1).encode() for r in OFFLOAD_RAW]
 OFFLOAD_PARSED = [offload_case.parse_case(r, "case.json", None) for r in OFFLOAD_RAW]
-OFFLOAD_PLANS = [json.dumps(one_residency_plan(r), indent=1).encode() for r in OFFLOAD_RAW]
+OFFLOAD_PLANS = [json.dumps(one_residency_plan(r), indent=1).encode() for r in OFFLOAD_RAW[:-1]]
+OFFLOAD_PLANS.append(json.dumps(V2_PLAN, indent=1).encode())
 OFFSET_PLAN_INPUTS = [inputs([p]) for p in OFFSET_PLANS]
 OFFLOAD_PLAN_INPUTS = [inputs([p]) for p in OFFLOAD_PLANS]
 

@@ -14,79 +14,42 @@ their lane, or left out when still too narrow; the caption says what was.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
 
 from judge.pictures import svg
+from judge.pictures.timeline_axes import (
+    AXIS_H,
+    BOTTOM,
+    COLOURS,
+    GAP_PX,
+    LANE_GAP,
+    LANE_H,
+    LEFT,
+    MARKS,
+    MIN_MEMORY_H,
+    PANEL_GAP,
+    RIGHT,
+    TOP,
+    Frame,
+    lanes,
+    legend,
+    memory_axes,
+)  # fmt: skip
 from judge.types.offload.case import OffloadCase
 from judge.types.offload.plan import OffloadPlan
 from judge.types.offload.verifier import Timing, lay_out, residency_name
 
-LEFT, RIGHT, TOP, BOTTOM = 72, 124, 26, 52
-LANE_H, LANE_GAP = 18, 6  # lane height and the space between lanes
-AXIS_H = 30  # the time ticks and their labels under the lanes
-PANEL_GAP = 10  # between the time axis of the lanes and the memory panel
-MIN_MEMORY_H = 60
-GAP_PX = 0.5  # boxes wider than 12 x this end this much early, so neighbours stay apart
-COLOURS = {
-    "step": "#4e79a7",
-    "stall": "#d62728",
-    "d2h": "#f28e2b",
-    "h2d": "#59a14f",
-    "in use": "#76b7b2",
-    "in use line": "#3b7d78",
-}
-# (colour, dash pattern) of the marked horizontal lines of the memory panel.
-MARKS = {"capacity": ("#d62728", "6 3"), "most in use": ("#222222", "")}
-LANES = (("compute", "step"), ("D2H", "d2h"), ("H2D", "h2d"))
-LEGEND = (
-    ("step", "compute step"),
-    ("stall", "stall"),
-    ("d2h", "copy-out (D2H)"),
-    ("h2d", "copy-in (H2D)"),
-    ("in use", "device bytes in use"),
-)
 # Draw order of the lanes' boxes (stalls are also kept first under max_items) and the
 # lane each kind is drawn on.
-KINDS = ("stall", "step", "d2h", "h2d")
-LANE_OF = {"stall": 0, "step": 0, "d2h": 1, "h2d": 2}
+KINDS = ("stall", "step", "work", "d2h", "h2d")
+LANE_OF = {"stall": 0, "step": 0, "work": 0, "d2h": 1, "h2d": 2}
 # Bytes of <rect>s at most: the rest of the picture stays far below 100 KB, so the whole
 # stays under 1.5 MB whatever the ids (up to 100 characters each) make of the titles.
 BOX_BYTES = 1_300_000
 
 Arr = np.ndarray
-
-
-@dataclass(frozen=True)
-class _Frame:
-    """Pixel geometry; times are float µs from here on."""
-
-    left: float
-    pw: float
-    t1: float  # µs at the right edge (time 0 at the left)
-    lane_top: float
-    mem_top: float
-    mem_h: float
-    ymax: int
-
-    @property
-    def sx(self) -> float:
-        return self.pw / self.t1
-
-    def x(self, t: float | Arr) -> float | Arr:
-        return self.left + t * self.sx
-
-    def lane_y(self, k: int) -> float:
-        return self.lane_top + k * (LANE_H + LANE_GAP)
-
-    @property
-    def axis_y(self) -> float:
-        return self.lane_y(len(LANES)) - LANE_GAP
-
-    def y(self, b: int | Arr) -> float | Arr:
-        return self.mem_top + self.mem_h - b * (self.mem_h / self.ymax)
 
 
 @dataclass(frozen=True)
@@ -132,7 +95,7 @@ def timeline_svg(
 
     lane_top = TOP + 8
     mem_top = lane_top + 3 * (LANE_H + LANE_GAP) - LANE_GAP + AXIS_H + PANEL_GAP
-    f = _Frame(
+    f = Frame(
         left=LEFT,
         pw=width - LEFT - RIGHT,
         t1=max(float(end[-1]) if n_steps else 0.0, copy_end) or 1.0,
@@ -141,11 +104,11 @@ def timeline_svg(
         mem_h=height - BOTTOM - mem_top,
         ymax=max(case.capacity, most, 1),
     )
-    parts = [svg.open_svg(width, height, "offload plan timeline"), *_legend(f), *_lanes(f)]
-    parts += _memory_axes(f)
+    parts = [svg.open_svg(width, height, "offload plan timeline"), *legend(f), *lanes(f)]
+    parts += memory_axes(f)
     if n_steps == 0:
         parts.append(svg.text(f.left + f.pw / 2, f.axis_y - 20, "no steps", anchor="middle"))
-    boxes = _all_boxes(f, start, end, copies, unit)
+    boxes = _all_boxes(f, start, end, copies, unit, timing.work)
     titles = _Titles(case, plan, timing, start, end, copies)
     groups, drawn = _draw(f, boxes, *_select(boxes, max_items), titles)
     parts += groups
@@ -170,7 +133,7 @@ def _in_use(case: OffloadCase, plan: OffloadPlan, n_steps: int) -> tuple[Arr, Ar
     size = case.size[plan.tensor]
     # A valid plan's residencies at one point are disjoint below the capacity: no overflow.
     diff = np.zeros(2 * n_steps + 1, dtype=np.int64)
-    np.add.at(diff, lay.lower, size)
+    np.add.at(diff, np.maximum(lay.lower, 0), size)  # from before step 0: as during it
     np.add.at(diff, lay.upper, -size)
     load = np.cumsum(diff[:-1])
     return load[0::2], load[1::2]
@@ -208,14 +171,27 @@ def _groups(kind: str, rows: Arr, a: Arr, b: Arr, sx: float, summed: bool = Fals
 
 
 def _all_boxes(
-    f: _Frame, start: Arr, end: Arr, copies: list[tuple[str, int, int, int]], unit: int
+    f: Frame,
+    start: Arr,
+    end: Arr,
+    copies: list[tuple[str, int, int, int]],
+    unit: int,
+    work: list[tuple[str, int, int, int]] = (),  # type: ignore[assignment]
 ) -> list[_Boxes]:
-    prev_end = np.concatenate([[0.0], end[:-1]])
-    stalled = np.flatnonzero(start > prev_end)
+    # the compute stream: steps and the decodes, encodes and recomputes between them
+    w_start = np.array([w[2] for w in work], dtype=np.float64) / unit
+    w_end = np.array([w[3] for w in work], dtype=np.float64) / unit
+    order = np.argsort(np.concatenate([start, w_start]), kind="stable")
+    a, z = np.concatenate([start, w_start])[order], np.concatenate([end, w_end])[order]
+    prev_end = np.concatenate([[0.0], z[:-1]])
+    gap = np.flatnonzero(a > prev_end)
+    before = np.minimum(np.searchsorted(start, a[gap], side="left"), max(start.size - 1, 0))
     out = {
-        "stall": _groups("stall", stalled, prev_end[stalled], start[stalled], f.sx, summed=True),
+        "stall": _groups("stall", before, prev_end[gap], a[gap], f.sx, summed=True),
         "step": _groups("step", np.arange(start.size), start, end, f.sx),
-    }
+        "work": _groups("work", np.argsort(w_start, kind="stable"), np.sort(w_start),
+                        w_end[np.argsort(w_start, kind="stable")], f.sx),
+    }  # fmt: skip
     for engine in ("d2h", "h2d"):
         rows = np.array([k for k, c in enumerate(copies) if c[0] == engine], dtype=np.int64)
         a = np.array([copies[k][2] for k in rows.tolist()], dtype=np.float64) / unit
@@ -258,8 +234,19 @@ class _Titles:
         if b.kind == "step":
             return self._steps(lo, hi)
         if b.kind == "stall":
-            return self._stalls(b.rows[lo:hi])
+            return self._stalls(np.unique(b.rows[lo:hi]))
+        if b.kind == "work":
+            return self._work(b.rows[lo:hi].tolist())
         return self._copies(b.kind, b.rows[lo:hi].tolist())
+
+    def _work(self, rows: list[int]) -> str:
+        unit, work = self.timing.unit, self.timing.work
+        kind, r, a, _ = work[rows[0]]
+        z = work[rows[-1]][3]
+        what = f"{kind} of {residency_name(self.case, self.plan, r)}"
+        if len(rows) > 1:
+            what = f"{len(rows)} decodes, encodes or recomputes (first: {what})"
+        return f"{what}: {_us(a / unit)}–{_us(z / unit)} µs"
 
     def _steps(self, lo: int, hi: int) -> str:
         a, z = float(self.start[lo]), float(self.end[hi - 1])
@@ -269,11 +256,12 @@ class _Titles:
         return f"steps {lo}–{hi - 1}: {_us(a)}–{_us(z)} µs, {_us(busy)} µs of compute"
 
     def _stalls(self, steps: Arr) -> str:
-        before = np.concatenate([[0.0], self.end])[steps]
-        length = self.start[steps] - before
+        waited = np.array(self.timing.stall, dtype=np.float64) / self.timing.unit
+        length = waited[steps] if waited.size else self.start[steps] * 0
+        before = self.start[steps] - length
         k = int(np.argmax(length))
         s = int(steps[k])
-        cause = self.timing.stall_cause[s] or "unknown"
+        cause = self.timing.cause(s) or "unknown"
         if steps.size == 1:
             return (
                 f"stall before step {s}: {_us(length[k])} µs "
@@ -303,7 +291,7 @@ class _Titles:
 
 
 def _draw(
-    f: _Frame, boxes: list[_Boxes], lanes: Arr, index: Arr, titles: _Titles
+    f: Frame, boxes: list[_Boxes], lanes: Arr, index: Arr, titles: _Titles
 ) -> tuple[list[str], int]:
     """One <g> per lane kind with the chosen boxes in time order, and how many were
     drawn: in priority order until BOX_BYTES (long ids make long titles)."""
@@ -330,7 +318,7 @@ def _draw(
     return out, sum(len(r) for r in rects)
 
 
-def _occupancy(f: _Frame, start: Arr, end: Arr, during: Arr, after: Arr) -> str:
+def _occupancy(f: Frame, start: Arr, end: Arr, during: Arr, after: Arr) -> str:
     """A step line: `during` over each step, `after` over the stall that follows it;
     segments sharing a pixel column are drawn at their maximum."""
     xs = np.empty(2 * start.size)
@@ -360,74 +348,13 @@ def _occupancy(f: _Frame, start: Arr, end: Arr, during: Arr, after: Arr) -> str:
     )
 
 
-def _lanes(f: _Frame) -> list[str]:
-    out = []
-    for k, (label, _) in enumerate(LANES):
-        y = f.lane_y(k)
-        out.append(
-            f'<rect class="lane" x="{f.left}" y="{y}" width="{f.pw}" height="{LANE_H}" '
-            'fill="#fafafa" stroke="#999"/>'
-        )
-        out.append(svg.text(f.left - 6, y + LANE_H / 2, label, anchor="end", baseline="middle"))
-    out += _time_axis(f, f.axis_y)
-    return out
-
-
-def _memory_axes(f: _Frame) -> list[str]:
-    bottom = f.mem_top + f.mem_h
-    out = [
-        f'<rect class="frame" x="{f.left}" y="{f.mem_top:.2f}" width="{f.pw}" '
-        f'height="{f.mem_h:.2f}" fill="#fafafa" stroke="#999"/>'
-    ]
-    out += svg.byte_axis(f.left, f.ymax, f.y)
-    out += _time_axis(f, bottom)
-    mid = f.mem_top + f.mem_h / 2
-    out.append(
-        f'<text x="12" y="{mid:.2f}" text-anchor="middle" '
-        f'transform="rotate(-90 12 {mid:.2f})">device bytes</text>'
-    )
-    return out
-
-
-def _time_axis(f: _Frame, y: float) -> list[str]:
-    step = svg.nice_step(f.t1)
-    digits = max(0, -math.floor(math.log10(step)))
-    out = []
-    for k in range(int(f.t1 / step + 1e-9) + 1):
-        x = f.x(k * step)
-        out.append(svg.tick(x, y, x, y + 4))
-        out.append(svg.text(x, y + 15, f"{k * step:.{digits}f}", anchor="middle"))
-    out.append(svg.text(f.left + f.pw + 6, y + 15, "µs", fill="#555"))
-    return out
-
-
-def _legend(f: _Frame) -> list[str]:
-    y, x = TOP / 2, float(f.left)
-    out = []
-    for key, label in LEGEND:
-        out.append(
-            f'<rect x="{x:.2f}" y="{y - 5:.2f}" width="14" height="10" fill="{COLOURS[key]}"/>'
-        )
-        out.append(svg.text(x + 18, y, label, baseline="middle"))
-        x += 18 + svg.text_width(label) + 12
-    colour, dash = MARKS["capacity"]
-    out.append(
-        f'<line x1="{x:.2f}" y1="{y:.2f}" x2="{x + 18:.2f}" y2="{y:.2f}" stroke="{colour}" '
-        f'stroke-width="1.5" stroke-dasharray="{dash}"/>'
-    )
-    out.append(svg.text(x + 22, y, "capacity", baseline="middle"))
-    return out
-
-
 def _caption(
     case: OffloadCase, timing: Timing, boxes: list[_Boxes], drawn: int, height: int
 ) -> list[str]:
     unit = timing.unit
     makespan = timing.makespan / unit
     compute = int(case.steps.sum())
-    stalls = [
-        s - (timing.step_end[k - 1] if k else 0) for k, s in enumerate(timing.step_start)
-    ]  # exact integers in 1/unit µs
+    stalls = timing.stall  # exact integers in 1/unit µs
     stalled = sum(stalls) / unit
     score = compute / makespan if makespan else 1.0
     summary = (
