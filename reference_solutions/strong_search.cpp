@@ -21,8 +21,10 @@
 //          "floor" (lowest aligned offset above the placed buffers it overlaps
 //          in time); ties are ordered by a static preorder rank, so each
 //          settled solution is reached exactly once;
-//        - children are tried by (floor, preorder rank); three preorders are
+//        - children are tried by (floor, preorder rank); four preorders are
 //          run round robin with placement budgets that double (restarts);
+//        - a node fails at once when an unplaced buffer's floor + size
+//          exceeds T (floors only rise);
 //        - section inference: in every time section (maximal set of buffers
 //          live together) the unplaced buffers stack above both the section
 //          floor and the current offset, so floor + unplaced size <= T;
@@ -1205,7 +1207,7 @@ struct SearchBuffer {
 class CanonicalSearch {
  public:
   enum class Result { kFound, kInfeasible, kAborted };
-  static constexpr int kHeuristics = 3;
+  static constexpr int kHeuristics = 4;
   // Work bound below which exact section floors are maintained.
   static constexpr i64 kMaxExactFloorWork = 200'000'000;
   // Bounds the candidate stack (children of every node on the current path);
@@ -1394,8 +1396,10 @@ class CanonicalSearch {
     split(whole, zeros, parts_);
   }
 
-  // Static preorders (MiniMalloc's T/W/A keys): max section total, lifespan
-  // width and area, each descending, in three different priority orders.
+  // Static preorders: MiniMalloc's T/W/A keys (max section total, lifespan
+  // width and area, each descending) in three priority orders, plus a sweep
+  // order (S: earlier start first, then Z: larger size, then width), which
+  // settles floor ties the way an allocator replaying the timeline would.
   void buildPreorders() {
     std::vector<i64> total(n_, 0), width(n_);
     std::vector<double> area(n_);
@@ -1412,6 +1416,8 @@ class CanonicalSearch {
           if (*k == 'T' && total[a] != total[b]) return total[a] > total[b];
           if (*k == 'W' && width[a] != width[b]) return width[a] > width[b];
           if (*k == 'A' && area[a] != area[b]) return area[a] > area[b];
+          if (*k == 'S' && buf_[a].lower != buf_[b].lower) return buf_[a].lower < buf_[b].lower;
+          if (*k == 'Z' && buf_[a].size != buf_[b].size) return buf_[a].size > buf_[b].size;
         }
         return false;
       });
@@ -1419,7 +1425,7 @@ class CanonicalSearch {
       for (int r = 0; r < n_; ++r) rank[order[r]] = r;
       return rank;
     };
-    const char* keys[kHeuristics] = {"WAT", "TAW", "TWA"};
+    const char* keys[kHeuristics] = {"WAT", "TAW", "TWA", "SZW"};
     for (int h = 0; h < kHeuristics; ++h) ranks_[h] = byKeys(keys[h]);
   }
 
@@ -1556,12 +1562,17 @@ class CanonicalSearch {
     const std::vector<int>& rank = *rank_;
     i64 minTop = kInf;
     bool anyUnplaced = false;
+    deadEnd_ = false;
     for (int b : part.members) {
       if (off_[b] >= 0) continue;
       anyUnplaced = true;
       minTop = std::min(minTop, floor_[b] + buf_[b].size);
+      // Floors only rise: a buffer that no longer fits under the target
+      // never will, whatever is placed next, so the node is a dead end.
+      if (floor_[b] + buf_[b].size > target_) deadEnd_ = true;
     }
     if (!anyUnplaced) return false;
+    if (deadEnd_) return true;
     const size_t base = children_.size();
     for (int b : part.members) {
       if (off_[b] >= 0) continue;
@@ -1597,6 +1608,7 @@ class CanonicalSearch {
   Result dfs(const Part& part, i64 lastOff, int lastRank) {
     const size_t base = children_.size();
     if (!collectChildren(part, lastOff, lastRank)) return Result::kFound;
+    if (deadEnd_) return Result::kInfeasible;
     const size_t end = children_.size();
     Result result = Result::kInfeasible;
     for (size_t i = base; i < end && result == Result::kInfeasible; ++i) {
@@ -1660,6 +1672,8 @@ class CanonicalSearch {
   bool exactFloors_ = true;
   bool truncated_ = false;
   bool hatless_ = false;  // the last place() found no unplaced overlap
+  bool deadEnd_ = false;
+  std::vector<std::pair<i64, i64>> scratch_;  // (floor, size) of one section  // collectChildren found a buffer that cannot fit
   const std::vector<int>* rank_ = nullptr;
   i64 nodesLeft_ = 0;
   const Deadline* deadline_ = nullptr;
