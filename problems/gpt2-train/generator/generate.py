@@ -17,12 +17,12 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parents[1] / "_lib"))  # timeline.py, torchtrace.py
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "_lib"))  # timeline, torchtrace
 
 from timeline import write_package
 from torchtrace import TraceCase, read_trace, record, trace_buffers, trace_path
 
+HERE = Path(__file__).resolve().parent
 PACKAGE = HERE.parent
 TITLE = "GPT-2 training step on one pipeline stage, recorded with PyTorch"
 LIMITS = {"time_limit_s": 30.0, "memory_limit_mb": 2048, "cpus": 1, "gpus": 0}
