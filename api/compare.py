@@ -15,7 +15,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from api.db.models import Baseline, CaseResultRow, Contest, Judging, Submission, Team, User, aware
-from api.submissions import hidden_policy
+from api.submissions import hidden_policy, on_the_board
 
 
 def comparison(db: Session, sub: Submission, viewer: User) -> dict[str, Any]:
@@ -59,14 +59,7 @@ def _best(db: Session, sub: Submission, viewer: User, system: bool) -> dict[str,
         select(CaseResultRow.case, func.max(CaseResultRow.score), who)
         .join(Submission, Submission.current_judging_id == CaseResultRow.judging_id)
         .join(Team, Team.id == Submission.team_id)
-        .where(
-            Submission.version_id == sub.version_id,
-            Submission.status == "done",
-            Submission.disqualified.is_(False),
-            Team.disqualified.is_(False),
-            Team.system.is_(system),
-            CaseResultRow.verdict == "OK",
-        )
+        .where(*on_the_board(sub.version_id, system), CaseResultRow.verdict == "OK")
         .group_by(CaseResultRow.case, who)
     )
     if system:

@@ -19,7 +19,7 @@ from api import baselines
 from api.db import board
 from api.db.models import Contest, Submission, Team, User, aware, utcnow
 from api.problems import current_version
-from api.submissions import hidden_visible
+from api.submissions import hidden_visible, on_the_board
 from judge.pictures.history import Reference, Series, history_svg
 
 TOP_TEAMS = 5  # and the viewer's own team
@@ -101,14 +101,7 @@ def team_lines(
             Submission.hidden_score,
         )
         .join(Team, Team.id == Submission.team_id)
-        .where(
-            Submission.version_id == version_id,
-            Submission.status == "done",
-            Submission.public_score.is_not(None),
-            Submission.disqualified.is_(False),
-            Team.disqualified.is_(False),
-            Team.system.is_(False),
-        )
+        .where(*on_the_board(version_id), Submission.public_score.is_not(None))
         .order_by(Submission.created_at, Submission.id)
     )
     best: dict[int, tuple[float, int, float | None]] = {}

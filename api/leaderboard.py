@@ -28,7 +28,7 @@ from api.caller import Caller
 from api.db import board
 from api.db.models import Contest, Submission, Team, User, aware
 from api.problems import current_version
-from api.submissions import hidden_visible
+from api.submissions import hidden_visible, on_the_board
 
 CACHED_BOARDS = 512  # per process: problems x viewer classes (one per team while frozen)
 
@@ -103,14 +103,8 @@ def leaderboard(db: Session, slug: str, viewer: Viewer) -> dict[str, Any]:
     query = (
         select(Submission)
         .join(Team, Team.id == Submission.team_id)
-        .where(
-            Submission.version_id == version.id,
-            Submission.status == "done",
-            Submission.public_score.is_not(None),
-            Submission.disqualified.is_(False),
-            Team.disqualified.is_(False),
-            Team.system.is_(False),  # the baselines' own team: shown apart, never ranked
-        )
+        # The baselines' own team is shown apart, never ranked.
+        .where(*on_the_board(version.id), Submission.public_score.is_not(None))
         .options(joinedload(Submission.team))  # the rows' team names: no query per team
     )
     best: dict[int, Submission] = {}

@@ -11,7 +11,7 @@ from itertools import takewhile
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import func, select, update
+from sqlalchemy import ColumnElement, func, select, update
 from sqlalchemy.orm import Session, aliased
 from sqlalchemy.orm.attributes import set_committed_value
 
@@ -230,6 +230,19 @@ def hidden_policy(db: Session, user: User | None) -> str:
         return "all"
     detail = contest.hidden_detail if contest else "verdict"
     return detail if detail in HIDDEN_DETAILS else "judged"  # unknown: the stricter
+
+
+def on_the_board(version_id: int, system: bool = False) -> tuple[ColumnElement[bool], ...]:
+    """Which submissions count on a problem version's board (its ranks, its history,
+    the per-case bests): judged to the end, neither it nor its team disqualified, of
+    the contestants' teams (`system`: of the baselines' team). The query joins Team."""
+    return (
+        Submission.version_id == version_id,
+        Submission.status == "done",
+        Submission.disqualified.is_(False),
+        Team.disqualified.is_(False),
+        Team.system.is_(system),
+    )
 
 
 def hidden_visible(db: Session, user: User | None) -> bool:
