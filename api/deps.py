@@ -131,6 +131,15 @@ def request_user(request: Request, db: Session, settings: Settings) -> User | No
     return user
 
 
+def user_or_none(request: Request, db: Session, settings: Settings) -> User | None:
+    """request_user, a wrong token counting as nobody: for answers that never refuse
+    with 401 on their own (/healthz, /metrics' plain-text refusal)."""
+    try:
+        return request_user(request, db, settings)
+    except Unauthorized:
+        return None
+
+
 def token_user(db: Session, settings: Settings, token: str, entry: tokencache.Entry | None) -> User:
     """`entry`: this process's recent check of the token (api.tokencache: at most TTL_S
     stale), which only a read may use; a write checks the database."""

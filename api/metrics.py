@@ -16,7 +16,7 @@ from sqlalchemy.orm import Session
 
 from api.db.models import CaseResultRow, Judging, aware
 from api.db.session import session_scope
-from api.deps import Unauthorized, request_user
+from api.deps import user_or_none
 from api.settings import Settings, get_settings
 from api.workers import all_workers
 
@@ -80,10 +80,7 @@ def _latency(db) -> HistogramMetricFamily:  # type: ignore[no-untyped-def]
 def metrics_response(request: Request, db: Session, settings: Settings) -> Response:
     """The exposition for an organizer; a plain 401/403 otherwise (never the login page:
     the reader is a scraper)."""
-    try:
-        user = request_user(request, db, settings)
-    except Unauthorized:
-        user = None
+    user = user_or_none(request, db, settings)
     if user is None or not user.is_admin:
         status = 401 if user is None else 403
         return PlainTextResponse(
