@@ -27,6 +27,7 @@ from api.db.session import get_engine, migrate, requests_in_flight, session_scop
 from api.deps import DB, Config, user_or_none
 from api.docs import add_docs
 from api.errors import ServiceError
+from api.hotpath import HotReads
 from api.inflight import InFlight
 from api.logs import AccessLog
 from api.metrics import DatabaseCollector, metrics_response
@@ -86,6 +87,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_middleware(BodyLimit)  # before FastAPI reads a body, whoever is asking
     app.add_middleware(PathGuard, api=app)  # NUL, ids out of range: before the database
     app.add_middleware(InFlight, limit=requests_in_flight())  # below the connection pool
+    app.add_middleware(HotReads, database_url=settings.database_url)  # kept answers: no slot
     _errors(app)
     app.add_middleware(AccessLog)  # outermost of ours: the time of the whole request
     from api import pages, routes_admin, routes_tokens, routes_v1, routes_views

@@ -302,8 +302,8 @@ class Broadcaster:
                     async for message in pubsub.listen():
                         parsed = news.parse(message.get("data", b""))
                         if message.get("type") == "message" and parsed:
-                            readcache.clear()  # any news: a write somewhere
-                            self.news(*parsed)
+                            readcache.hear(parsed)  # what it changed, or everything
+                            self.news(parsed.sub_id, parsed.queue)
             except asyncio.CancelledError:
                 raise
             except Exception as exc:

@@ -48,11 +48,16 @@ Viewer = User | Caller | None  # Caller: the hot reads' (api.caller)
 def known_board(db: Session, slug: str, viewer: Viewer) -> Board | None:
     """The board from this process's caches alone (no I/O: api.readcache holds the
     snapshot), or None: then cached_leaderboard."""
-    state = readcache.known_snapshot(db, slug)
+    return known_board_at(readcache.database(db), slug, viewer)
+
+
+def known_board_at(database: Hashable, slug: str, viewer: Viewer) -> Board | None:
+    """known_board by the database's key (readcache.database): no session needed."""
+    state = readcache.known_snapshot_at(database, slug)
     if state is None or state.version_id is None:
         return None
     with _lock:
-        return _cache.get(_key(db, state, viewer))
+        return _cache.get(_key_at(database, state, viewer))
 
 
 def cached_leaderboard(db: Session, slug: str, viewer: Viewer) -> Board:
@@ -80,8 +85,12 @@ def cached_leaderboard(db: Session, slug: str, viewer: Viewer) -> Board:
 def _key(db: Session, state: board.Snapshot, viewer: Viewer) -> tuple[Hashable, str]:
     """(the database, the ETag). By database too: one process may serve apps on several
     (tests, an operator's second instance), whose version ids and counters coincide."""
+    return _key_at(readcache.database(db), state, viewer)
+
+
+def _key_at(database: Hashable, state: board.Snapshot, viewer: Viewer) -> tuple[Hashable, str]:
     cls = _viewer_class(state.frozen, viewer)
-    return readcache.database(db), f'"lb-{state.version_id}-{state.counter}-{cls}"'
+    return database, f'"lb-{state.version_id}-{state.counter}-{cls}"'
 
 
 def _viewer_class(frozen: bool, viewer: Viewer) -> str:

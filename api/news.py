@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 from functools import cache
-from typing import Any
+from typing import Any, NamedTuple
 from urllib.parse import urlsplit
 
 from sqlalchemy import event
@@ -21,7 +21,18 @@ from sqlalchemy.orm import Session
 from api.settings import get_settings
 
 log = logging.getLogger("memorace.news")
-QUEUE_FLAG = "q"  # the message's second word: a judging entered or left the queue
+QUEUE_FLAG = "q"  # a word of the message: a judging entered or left the queue
+BOARD_FLAG = "b"  # a judging ended: the boards may have changed
+TEAM_MARK = "t"  # "t<id>": the submission's team (what the API's read caches clear)
+
+
+class News(NamedTuple):
+    """Submission `sub_id` changed (0: something, said by another API process)."""
+
+    sub_id: int
+    queue: bool = False
+    team: int | None = None  # None: the message does not say what it changed
+    board: bool = False
 
 
 def uses_redis(broker_url: str) -> bool:
@@ -34,13 +45,26 @@ def channel(broker_url: str) -> str:
     return f"memorace:news:{urlsplit(broker_url).path.strip('/') or '0'}"
 
 
-def parse(message: Any) -> tuple[int, bool] | None:
-    """(submission id, whether the queue changed), or None for anything else."""
+def parse(message: Any) -> News | None:
+    """The news, or None for anything else; words it does not know are ignored."""
     text = message.decode(errors="replace") if isinstance(message, bytes) else str(message)
     words = text.split()
-    if not words or not (words[0].isascii() and words[0].isdigit()) or len(words[0]) > 18:
+    if not words or not _number(words[0]):
         return None
-    return int(words[0]), QUEUE_FLAG in words[1:]
+    teams = [int(w[1:]) for w in words[1:] if w[:1] == TEAM_MARK and _number(w[1:])]
+    team, flags = (teams[0] if teams else None), words[1:]
+    return News(int(words[0]), QUEUE_FLAG in flags, team, BOARD_FLAG in flags)
+
+
+def _number(word: str) -> bool:
+    return word.isascii() and word.isdigit() and len(word) <= 18
+
+
+def message(item: News) -> str:
+    words = [str(item.sub_id)]
+    words += [QUEUE_FLAG] * item.queue + [BOARD_FLAG] * item.board
+    words += [] if item.team is None else [f"{TEAM_MARK}{item.team}"]
+    return " ".join(words)
 
 
 @cache
@@ -51,18 +75,18 @@ def _client(broker_url: str) -> Any:
     return redis.Redis.from_url(broker_url, socket_timeout=0.5, socket_connect_timeout=0.5)
 
 
-def publish(sub_id: int, queue: bool = False, broker_url: str | None = None) -> None:
+def publish(item: News, broker_url: str | None = None) -> None:
     """Best effort: the database is the truth, and the API also polls it."""
     url = broker_url or get_settings().broker_url
     if not uses_redis(url):
         return
     try:
-        _client(url).publish(channel(url), f"{sub_id} {QUEUE_FLAG}" if queue else str(sub_id))
+        _client(url).publish(channel(url), message(item))
     except Exception as exc:
-        log.debug("cannot publish news of submission %s: %s", sub_id, exc)
+        log.debug("cannot publish news of submission %s: %s", item.sub_id, exc)
 
 
-def after_commit(db: Session, sub_id: int, queue: bool = False) -> None:
+def after_commit(db: Session, item: News) -> None:
     """Publish once `db` commits (never for a rolled-back change)."""
     if uses_redis(get_settings().broker_url):
-        event.listen(db, "after_commit", lambda _s: publish(sub_id, queue), once=True)
+        event.listen(db, "after_commit", lambda _s: publish(item), once=True)

@@ -19,6 +19,7 @@ from api.uploads import form_schema, read_upload
 from api.workers import QUEUED_NO_WORKER, alive_count
 
 router = APIRouter(prefix="/api/v1", tags=["contestants"])
+DEFAULT_PAGE = 50  # submissions a list page shows without `limit`
 
 
 @router.get("/me")
@@ -105,17 +106,25 @@ async def submit(request: Request, user: Contestant, db: DB, settings: Config) -
 
 @router.get("/submissions")
 async def list_subs(
-    caller: ContestantReader, db: DB, limit: int = 50, before_id: BeforeId = None
+    caller: ContestantReader, db: DB, limit: int = DEFAULT_PAGE, before_id: BeforeId = None
 ) -> Response:
     """Newest first, `limit` (at most 200) a page; the next page: `before_id` = the
     last id shown (also sent as X-Next-Before-Id while more may follow). A team's page
     is kept for its other readers (api.readcache): async, a kept one needs no thread."""
     size = page_size(limit)
-    key = ("submissions", readcache.database(db), caller.team_id, caller.is_admin, size, before_id)
+    key, scope = list_key(readcache.database(db), caller, size, before_id)
     page = readcache.get(key) or await run_in_threadpool(
-        readcache.cached, key, lambda: _submission_page(db, caller, size, before_id)
+        readcache.cached, key, scope, lambda: _submission_page(db, caller, size, before_id)
     )
     return Response(page[0], media_type="application/json", headers=page[1])
+
+
+def list_key(
+    database: Any, caller: Caller, size: int, before_id: int | None
+) -> tuple[tuple, readcache.Scope]:
+    """A submission-list page's key in api.readcache (also api.hotpath's), and its scope."""
+    key = ("submissions", database, caller.team_id, caller.is_admin, size, before_id)
+    return key, (readcache.LISTS, readcache.ADMIN if caller.is_admin else caller.team_id)
 
 
 def _submission_page(

@@ -74,7 +74,11 @@ def remember(db: Session, digest: str, row: ApiToken, user: User) -> None:
 
 def lookup(db: Session, digest: str) -> Entry | None:
     """The entry while it is fresh and its token not expired; else None (check again)."""
-    key = _key(db, digest)
+    return lookup_at(_key(db, digest))
+
+
+def lookup_at(key: tuple[str, str]) -> Entry | None:
+    """lookup by (the database's URL as str() writes it, the token's digest)."""
     with _lock:
         entry = _entries.get(key)
         if entry is None:

@@ -15,9 +15,11 @@ import os
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from sqlalchemy import text
 
-from api import readcache
+from api import news, readcache
 from api.auth import touch_token
 from api.db.session import get_engine, session_scope
 from api.settings import get_settings
@@ -156,3 +158,48 @@ def test_two_api_processes_hear_each_other_through_redis(tmp_path: Path) -> None
             until(lambda: listed()[0]["status"] == "done", 10, "the judging in api")
         finally:
             svc.stop()
+
+
+# --- what a piece of news clears ----------------------------------------------------------
+
+
+def _fill() -> None:
+    readcache.clear()
+    lists = readcache.LISTS
+    scopes = {"board": (readcache.BOARD, "tiny"), "red": (lists, 1), "blue": (lists, 2),
+              "admin": (lists, readcache.ADMIN)}  # fmt: skip
+    for key, scope in scopes.items():
+        readcache.put(key, key, readcache.generation(), scope)
+
+
+@pytest.mark.parametrize(
+    "item, kept",
+    [
+        (news.News(7, team=1), {"board", "blue"}),  # a case result of team 1
+        (news.News(7, queue=True, team=1), {"board"}),  # the queue moved: every list
+        (news.News(7, team=1, board=True), {"blue"}),  # a judging ended
+        (news.News(0), set()),  # another API process wrote something
+    ],
+)
+def test_news_clears_what_it_changed(monkeypatch, item, kept) -> None:
+    monkeypatch.setattr(readcache, "STALENESS_S", LONG)
+    _fill()
+    readcache.hear(news.parse(news.message(item)))
+    assert {k for k in ("board", "red", "blue", "admin") if readcache.get(k)} == kept
+
+
+def test_a_value_computed_across_a_clear_of_its_scope_is_not_kept(monkeypatch) -> None:
+    monkeypatch.setattr(readcache, "STALENESS_S", LONG)
+    readcache.clear()
+    gen = readcache.generation()
+    readcache.hear(news.News(7, team=1))  # while team 1's and team 2's pages were computed
+    readcache.put("red", "old", gen, (readcache.LISTS, 1))
+    readcache.put("blue", "fine", gen, (readcache.LISTS, 2))
+    assert readcache.get("red") is None and readcache.get("blue") == "fine"
+
+
+@given(st.integers(0, 10**18), st.booleans(), st.one_of(st.none(), st.integers(0, 10**18)),
+       st.booleans())  # fmt: skip
+def test_news_reads_back_what_was_sent(sub_id, queue, team, board) -> None:
+    item = news.News(sub_id, queue, team, board)
+    assert news.parse(news.message(item)) == item

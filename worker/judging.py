@@ -25,6 +25,7 @@ from api.blobs import BlobCorrupt, BlobMissing, blob_store, plan_file
 from api.blobs.packages import package_root
 from api.db.models import Case, CaseResultRow, Judging, ProblemVersion, Submission, aware, utcnow
 from api.db.session import session_scope
+from api.news import News
 from api.problems import package_of
 from api.settings import Settings
 from api.submissions import artifact_path
@@ -171,7 +172,7 @@ def _claim(settings: Settings, judging_id: int, worker: str) -> str | Claim:
         weights = {c.name: c.weight for c in version.cases if split in ("all", c.split)}
         sub.status = "running"
         sub.status_detail = f"judging on {worker}: 0 of {len(weights)} cases"
-        news.after_commit(db, sub.id, queue=True)  # live events: it left the queue
+        news.after_commit(db, News(sub.id, queue=True, team=sub.team_id))  # it left the queue
         return Claim(
             j.attempt, version.package_blob, version.package_path, sub.sha256, sub.filename,
             weights, split,
@@ -213,7 +214,7 @@ def _store(
             select(func.count(CaseResultRow.id)).where(CaseResultRow.judging_id == j.id)
         )
         j.submission.status_detail = f"judging on {j.worker}: {done} of {len(weights)} cases"
-        news.after_commit(db, j.submission_id)
+        news.after_commit(db, News(j.submission_id, team=j.submission.team_id))
 
 
 def _row(judging_id: int, r: CaseResult, weight: float) -> CaseResultRow:
@@ -247,7 +248,7 @@ def _finalize(db: Session, j: Judging) -> None:
     j.hidden_score = problem_score(results, "hidden")
     j.status, j.finished_at = "final", utcnow()
     sub = j.submission
-    news.after_commit(db, sub.id)
+    news.after_commit(db, News(sub.id, team=sub.team_id, board=True))
     sub.current_judging_id = j.id
     sub.public_score, sub.hidden_score = j.public_score, j.hidden_score
     newer = db.scalar(
@@ -278,7 +279,7 @@ def fail_judging(settings: Settings, judging_id: int, why: str, retry: bool) -> 
             return
         j.reason = _add(j.reason, f"attempt {j.attempt}: judge error: {why}")
         sub = j.submission
-        news.after_commit(db, sub.id, queue=True)
+        news.after_commit(db, News(sub.id, queue=True, team=sub.team_id))
         if retry and j.attempt < MAX_ATTEMPTS:
             j.status, j.enqueued_at = "queued", utcnow()
             sub.status = "queued"

@@ -1,0 +1,103 @@
+"""The two hottest reads answered from this process's caches before FastAPI sees them.
+
+On a contest day most requests are the leaderboard and a team's submission list, and
+most of those are answered from api.readcache; routing, dependency solving and the
+middlewares cost several times what the cached answer does (measured: the framework
+was the largest part of a cached read's CPU). HotReads answers such a request itself
+when everything it needs is in this process's memory: the token recently checked
+(api.tokencache, the same freshness rule the routes use), the board's snapshot and the
+encoded answer. Anything else goes on to the app unchanged: a cookie (a browser's web
+session), a query string on the list, a token not seen lately or due its last-use
+stamp, an answer not kept. So the answers are byte for byte the routes' own.
+
+It sits outside api.inflight.InFlight: a kept answer holds no database connection.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable
+
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from api import readcache, tokencache
+from api.auth import is_stale, token_hash
+from api.caller import Caller
+from api.leaderboard import known_board_at
+from api.routes_v1 import DEFAULT_PAGE, list_key
+
+BOARD_PREFIX = "/api/v1/leaderboard/"
+LIST_PATH = "/api/v1/submissions"
+Answer = tuple[int, list[tuple[bytes, bytes]], bytes]  # status, headers, body
+served = [0]  # answers given here, per process (tests, benchmarks)
+
+
+class HotReads:
+    def __init__(self, app: ASGIApp, database_url: str) -> None:
+        from api.db.session import get_engine
+
+        self.app = app
+        url = get_engine(database_url).url
+        self.database: Hashable = url  # as readcache.database() keys it
+        self.token_db = str(url)  # as tokencache keys it
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        answer = self._answer(scope) if scope["type"] == "http" else None
+        if answer is None:
+            await self.app(scope, receive, send)
+            return
+        served[0] += 1
+        status, headers, body = answer
+        if status != 304:
+            headers.append((b"content-length", str(len(body)).encode()))
+        await send({"type": "http.response.start", "status": status, "headers": headers})
+        await send({"type": "http.response.body", "body": body})
+
+    def _answer(self, scope: Scope) -> Answer | None:
+        if scope["method"] != "GET":
+            return None
+        path: str = scope["path"]
+        board = path.startswith(BOARD_PREFIX)
+        if not board and (path != LIST_PATH or scope["query_string"]):
+            return None
+        headers = dict(scope["headers"])
+        if b"cookie" in headers:
+            return None  # a web session decides who asks: the routes know how
+        caller = self._caller(headers.get(b"authorization"))
+        if caller is False or (caller is None and not board):
+            return None
+        if board:
+            return self._board(path[len(BOARD_PREFIX) :], caller, headers)
+        return self._list(caller)  # type: ignore[arg-type]
+
+    def _caller(self, header: bytes | None) -> Caller | bool | None:
+        """The caller from a recently checked token; None: nobody; False: ask the app."""
+        if header is None:
+            return None
+        scheme, _, token = header.decode("latin-1").partition(" ")
+        if scheme.lower() != "bearer" or not token.strip():
+            return False  # the app says what is wrong with it
+        entry = tokencache.lookup_at((self.token_db, token_hash(token.strip())))
+        if entry is None or is_stale(entry.last_used_at):
+            return False  # to be checked, or its last use written: the app does it
+        return Caller.of_entry(entry)
+
+    def _board(self, slug: str, caller: Caller | None, headers: dict) -> Answer | None:
+        if not slug or "/" in slug:
+            return None
+        found = known_board_at(self.database, slug, caller)
+        if found is None:
+            return None
+        etag = found.etag.encode()
+        out = [(b"etag", etag), (b"cache-control", b"private, no-cache")]
+        if etag in headers.get(b"if-none-match", b""):
+            return 304, out, b""
+        return 200, [*out, (b"content-type", b"application/json")], found.encoded
+
+    def _list(self, caller: Caller) -> Answer | None:
+        key, _ = list_key(self.database, caller, DEFAULT_PAGE, None)
+        page = readcache.get(key)
+        if page is None:
+            return None
+        body, more = page
+        extra = [(k.lower().encode(), v.encode()) for k, v in more.items()]
+        return 200, [(b"content-type", b"application/json"), *extra], body

@@ -1,0 +1,112 @@
+"""api.hotpath: the leaderboard and the submission list answered from this process's
+caches before FastAPI; byte for byte what the routes answer, and everything it cannot
+decide alone (a web session, a query, a token not checked lately, anything odd) left
+to the routes. Both backends, the in-process ASGI client."""
+
+from __future__ import annotations
+
+import string
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from api import hotpath, readcache
+from tests.test_read_scaling import client, contestant, judge, submit  # noqa: F401
+
+LONG = 60.0
+KEPT_HEADERS = ("etag", "cache-control", "content-type", "content-length", "x-next-before-id")
+
+
+def _both(client, path, headers):  # noqa: F811
+    """(the route's reply, the hot path's reply) of the same read."""
+    before = hotpath.served[0]
+    route = client.get(path, headers={**headers, "Cookie": "other=1"})  # a cookie: the route
+    assert hotpath.served[0] == before
+    client.cookies.clear()
+    hot = client.get(path, headers=headers)
+    assert hotpath.served[0] == before + 1, "the second read was not answered from memory"
+    return route, hot
+
+
+def _same(a, b) -> None:
+    assert (a.status_code, a.content) == (b.status_code, b.content)
+    for name in KEPT_HEADERS:
+        assert a.headers.get(name) == b.headers.get(name), name
+
+
+def test_kept_answers_are_the_routes_own_bytes(client, monkeypatch):  # noqa: F811
+    monkeypatch.setattr(readcache, "STALENESS_S", LONG)
+    red = contestant(client, "red", "alice")
+    for n in range(3):
+        judge(submit(client, red, n), {"one": 1.0, "three": 0.5, "two": 0.25})
+    _same(*_both(client, "/api/v1/submissions", red))
+    route, hot = _both(client, "/api/v1/leaderboard/tiny", red)
+    _same(route, hot)
+    etag = {**red, "If-None-Match": hot.headers["etag"]}
+    before = hotpath.served[0]
+    not_modified = client.get("/api/v1/leaderboard/tiny", headers=etag)
+    assert not_modified.status_code == 304 and hotpath.served[0] == before + 1
+    assert not_modified.headers["etag"] == hot.headers["etag"]
+    _same(*_both(client, "/api/v1/submissions", {}))  # the organizers' (the client's token)
+    admin = client.headers.pop("Authorization")
+    try:
+        _same(*_both(client, "/api/v1/leaderboard/tiny", {}))  # nobody: the public board
+    finally:
+        client.headers["Authorization"] = admin
+
+
+def test_what_it_cannot_decide_goes_to_the_routes(client, monkeypatch):  # noqa: F811
+    monkeypatch.setattr(readcache, "STALENESS_S", LONG)
+    red = contestant(client, "red", "alice")
+    submit(client, red, 1)
+    _both(client, "/api/v1/submissions", red)  # kept now
+    before = hotpath.served[0]
+    asks = [
+        ("/api/v1/submissions?limit=5", red, 200),  # the route reads the query
+        ("/api/v1/submissions", {**red, "Cookie": "memorace_session=x"}, 200),
+        ("/api/v1/submissions", {"Authorization": "Basic abc"}, 401),
+        ("/api/v1/submissions", {"Authorization": "Bearer not-a-token"}, 401),
+        ("/api/v1/submissions", {"Authorization": ""}, 401),
+        ("/api/v1/leaderboard/nope", red, 404),
+        ("/api/v1/leaderboard/", red, 404),
+    ]
+    for path, headers, status in asks:
+        client.cookies.clear()
+        assert client.get(path, headers=headers).status_code == status, path
+    assert client.head("/api/v1/submissions", headers=red).status_code == 200
+    assert hotpath.served[0] == before
+
+
+def test_another_team_never_gets_a_kept_page(client, monkeypatch):  # noqa: F811
+    monkeypatch.setattr(readcache, "STALENESS_S", LONG)
+    red, blue = contestant(client, "red", "alice"), contestant(client, "blue", "bob")
+    submit(client, red, 1)
+    _both(client, "/api/v1/submissions", red)
+    client.cookies.clear()
+    assert client.get("/api/v1/submissions", headers=blue).json() == []
+
+
+HEADER = st.binary(max_size=80)
+NAMES = st.sampled_from([b"authorization", b"cookie", b"if-none-match", b"x"])
+TOKENISH = st.text(string.printable, max_size=60).map(lambda t: f"Bearer {t}".encode())
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    method=st.sampled_from(["GET", "HEAD", "POST", "DELETE", "G\x00T"]),
+    path=st.one_of(
+        st.sampled_from(["/api/v1/submissions", "/api/v1/leaderboard/tiny", "/"]),
+        st.text(max_size=40).map(lambda t: "/api/v1/leaderboard/" + t),
+    ),
+    query=st.binary(max_size=20),
+    headers=st.lists(
+        st.tuples(NAMES, st.one_of(HEADER, TOKENISH)),
+        max_size=4,
+    ),
+)
+def test_any_request_is_answered_or_passed_on(method, path, query, headers) -> None:
+    hot = hotpath.HotReads(app=None, database_url="sqlite:///:memory:")  # type: ignore[arg-type]
+    scope = {"type": "http", "method": method, "path": path, "query_string": query,
+             "headers": headers}  # fmt: skip
+    answer = hot._answer(scope)
+    assert answer is None or answer[0] in (200, 304)
