@@ -47,15 +47,18 @@ class ByteOwners:
         j = bisect.bisect_left(starts, end, i)
         covered = starts[i:j]
         previous = [owner_of[k] for k in covered]
-        keep: list[tuple[int, int, int]] = []
-        if covered and covered[0] < start:  # the left remainder of a cut segment
-            keep.append((covered[0], start, owner_of[covered[0]]))
-        keep.append((start, end, owner))
-        if covered and end_of[covered[-1]] > end:  # the right remainder
-            keep.append((end, end_of[covered[-1]], owner_of[covered[-1]]))
-        for k in covered:
-            del end_of[k], owner_of[k]
-        for lo, hi, who in keep:
-            end_of[lo], owner_of[lo] = hi, who
-        starts[i:j] = [k[0] for k in keep]
+        new = [start]
+        if covered:
+            first, last = covered[0], covered[-1]
+            tail_end, tail_owner = end_of[last], owner_of[last]
+            for k in covered:
+                del end_of[k], owner_of[k]
+            if first < start:  # the left remainder of a cut segment
+                end_of[first], owner_of[first] = start, previous[0]
+                new.insert(0, first)
+            if tail_end > end:  # the right remainder
+                end_of[end], owner_of[end] = tail_end, tail_owner
+                new.append(end)
+        end_of[start], owner_of[start] = end, owner
+        starts[i:j] = new
         return previous

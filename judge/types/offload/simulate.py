@@ -65,12 +65,12 @@ def _events(
     ]
     keys, ranks, who = [], [], []
     for phase, (step, mask, by_priority) in enumerate(kinds):
-        r = rows[mask]
+        r = rows[mask]  # in plan order, which the stable sorts below keep among equals
         keys.append((step[r] + 1) * PHASES + phase)
         ranks.append(-prio[r] if by_priority else np.zeros(len(r), np.int64))
         who.append(r)
     key, rank, row = np.concatenate(keys), np.concatenate(ranks), np.concatenate(who)
-    order = np.lexsort((row, rank, key))
+    order = np.lexsort((rank, key)) if rank.any() else np.argsort(key, kind="stable")
     bounds = np.searchsorted(key[order], np.arange(PHASES * (len(case.steps) + 1) + 1))
     return row[order].tolist(), bounds.tolist()
 
