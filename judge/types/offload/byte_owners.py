@@ -42,6 +42,8 @@ class ByteOwners:
     def _cut(self, start: int, end: int, owner: int) -> list[int]:
         starts, end_of, owner_of = self.starts, self.end_of, self.owner_of
         i = bisect.bisect_right(starts, start) - 1
+        if i >= 0 and end_of[starts[i]] >= end:  # inside one segment: split it
+            return self._split(i, start, end, owner)
         if i < 0 or end_of[starts[i]] <= start:
             i += 1
         j = bisect.bisect_left(starts, end, i)
@@ -62,3 +64,19 @@ class ByteOwners:
         end_of[start], owner_of[start] = end, owner
         starts[i:j] = new
         return previous
+
+    def _split(self, i: int, start: int, end: int, owner: int) -> list[int]:
+        """[start, end) inside segment i but not all of it: cut the segment around it."""
+        starts, end_of, owner_of = self.starts, self.end_of, self.owner_of
+        lo = starts[i]
+        hi, previous = end_of[lo], owner_of[lo]
+        new = []
+        if lo < start:  # the left remainder keeps its key
+            end_of[lo] = start
+            new.append(start)
+        if hi > end:  # the right remainder
+            end_of[end], owner_of[end] = hi, previous
+            new.append(end)
+        end_of[start], owner_of[start] = end, owner
+        starts[i + 1 : i + 1] = new
+        return [previous]
