@@ -26,6 +26,7 @@ from api.db.session import session_scope
 from api.settings import get_settings
 from judge.package import load_cases, load_problem
 from judge.pictures.timeline import timeline_svg
+from judge.types.offload import OFFLOAD
 from judge.types.offload.case import OffloadCase, parse_case
 from judge.types.offload.plan import parse_plan
 from judge.types.offload.verifier import simulate, verify
@@ -97,7 +98,10 @@ def test_worked_example_shows_the_stall_and_both_copies():
     assert float(out.get("y")) < float(back.get("y"))  # D2H lane above H2D lane
 
     text = " ".join(t.text or "" for t in root.iter(f"{NS}text"))
-    assert "makespan 44 µs · compute 40 µs · stalled 4 µs (1 stall) · score 0.9091" in text
+    assert (
+        "makespan 44 µs · bound 40 µs (the compute) · stalled 4 µs (1 stall) · "
+        "score = bound / makespan = 0.9091"
+    ) in text
     assert "truncated" not in text and "merged" not in text
 
 
@@ -211,7 +215,7 @@ def test_a_case_without_steps_still_renders():
     plan = parse_plan({"tensors": []}, "plan.json", case)
     root = ET.fromstring(timeline_svg(case, plan, simulate(case, plan)))
     text = " ".join(t.text or "" for t in root.iter(f"{NS}text"))
-    assert "no steps" in text and "makespan 0 µs" in text and "score 1.0000" in text
+    assert "no steps" in text and "makespan 0 µs" in text and "makespan = 1.0000" in text
     assert not any(boxes(root, k) for k in ("stall", "step", "d2h", "h2d"))
 
 
@@ -261,7 +265,8 @@ def test_largest_shipped_case_renders_small_and_fast(tmp_path):
     assert 0 < drawn <= 4000 and sum(1 for _ in root.iter()) < 4200
     assert boxes(root, "stall") and boxes(root, "d2h") and boxes(root, "h2d")
     text = " ".join(t.text or "" for t in root.iter(f"{NS}text"))
-    assert f"score {lc.case.steps.sum() / timing.makespan_us:.4f}" in text
+    score = min(1.0, OFFLOAD.lower_bound(lc.case) / timing.makespan_us)
+    assert f"score = bound / makespan = {score:.4f}" in text
     assert "merged boxes" in text  # thousands of steps on 764 px
 
 
