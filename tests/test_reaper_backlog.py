@@ -25,7 +25,7 @@ REAP_INTERVAL_S = 1.0
 # so a reaper that took waiting for lost would re-send nearly all of them.
 FAST_REAPER = {
     "MEMORACE_REAP_INTERVAL_S": str(REAP_INTERVAL_S),
-    "MEMORACE_HEARTBEAT_TIMEOUT_S": "4",
+    "MEMORACE_HEARTBEAT_TIMEOUT_S": "6",
     "MEMORACE_REQUEUE_AFTER_S": "3",
     "MEMORACE_RATE_LIMIT": "1000",
 }

@@ -38,7 +38,15 @@ from judge.verdict import Verdict
 from judge.verifier import check_plan
 
 log = logging.getLogger("memorace.worker")
-HEARTBEAT_S = 5.0
+HEARTBEAT_S = 5.0  # at most; four beats fit in the reaper's heartbeat_timeout_s
+
+
+def beat_every(settings: Settings) -> float:
+    """With a timeout below 4 beats, a live judging between two case results looked dead
+    (tests use 4 s against a 5 s beat: a judging re-queued while it ran, under load)."""
+    return min(HEARTBEAT_S, settings.heartbeat_timeout_s / 4)
+
+
 MAX_ATTEMPTS = 3
 
 
@@ -65,7 +73,7 @@ def run_judging(settings: Settings, judging_id: int, worker: str, gpu_slot: int 
     claimed = _claim(settings, judging_id, worker)
     if isinstance(claimed, str):
         return claimed
-    beat = _Heartbeat(url, judging_id, claimed.attempt)
+    beat = _Heartbeat(url, judging_id, claimed.attempt, beat_every(settings))
     beat.start()
     try:
         with tempfile.TemporaryDirectory(prefix="memorace-source-") as tmp:
@@ -296,8 +304,8 @@ def fail_judging(settings: Settings, judging_id: int, why: str, retry: bool) -> 
 class _Heartbeat:
     """Marks the judging alive every few seconds, so the reaper can tell a dead worker."""
 
-    def __init__(self, url: str, judging_id: int, attempt: int):
-        self.url, self.judging_id, self.attempt = url, judging_id, attempt
+    def __init__(self, url: str, judging_id: int, attempt: int, every_s: float):
+        self.url, self.judging_id, self.attempt, self.every_s = url, judging_id, attempt, every_s
         self.stopped = threading.Event()
         self.thread = threading.Thread(target=self._loop, daemon=True)
 
@@ -308,7 +316,7 @@ class _Heartbeat:
         self.stopped.set()
 
     def _loop(self) -> None:
-        while not self.stopped.wait(HEARTBEAT_S):
+        while not self.stopped.wait(self.every_s):
             try:
                 with session_scope(self.url) as db:
                     db.execute(
