@@ -1,7 +1,11 @@
 #!/usr/bin/env python3
-"""Regenerates the train-offload package: data/*/*.json and problem.toml.
+"""Version 1 of the train-offload package (v1 `offload` cases from our own model of a
+GPT training step), kept so that version 1's results stay reproducible:
 
-    python problems/train-offload/generator/generate.py [case names...]
+    python problems/train-offload/generator/v1/generate.py --out DIR [case names...]
+
+writes version 1's data/*/*.json and problem.toml into DIR (the shipped package is
+version 2, made by ../generate.py from recorded traces).
 
 Seeded and deterministic (Python 3.11, standard library only): running it
 again rewrites every file byte for byte. Each case is one training step of a
@@ -20,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from transformer import GPT_1_3B, GPT_2_7B, GPT_125M, GPT_350M, GPT_760M, GPT_TINY, Case, Step
 
-PACKAGE = Path(__file__).resolve().parent.parent
+PACKAGE = Path(__file__).resolve().parents[2]  # its slug names the package
 
 TITLE = "Training step with host offload"
 LIMITS = {"time_limit_s": 30.0, "memory_limit_mb": 2048, "cpus": 1, "gpus": 0}
@@ -126,14 +130,14 @@ CASES = [
 ]
 
 
-def main(only: set[str] | None = None) -> None:
+def main(out: Path, only: set[str] | None = None) -> None:
     unknown = (only or set()) - {c.name for c in CASES}
     if unknown:
         sys.exit(f"unknown case(s): {', '.join(sorted(unknown))}")
     for split in ("public", "hidden"):
-        (PACKAGE / "data" / split).mkdir(parents=True, exist_ok=True)
+        (out / "data" / split).mkdir(parents=True, exist_ok=True)
         if only is None:  # stale files from an older case list must not survive
-            for old in (PACKAGE / "data" / split).glob("*.json"):
+            for old in (out / "data" / split).glob("*.json"):
                 old.unlink()
     toml = [
         f'slug = "{PACKAGE.name}"\nname = "{TITLE}"\ntype = "offload"\nversion = 1\n',
@@ -143,7 +147,7 @@ def main(only: set[str] | None = None) -> None:
         if only is not None and case.name not in only:
             continue
         step = Step(case).run()
-        path = PACKAGE / "data" / case.split / f"{case.name}.json"
+        path = out / "data" / case.split / f"{case.name}.json"
         with open(path, "w", newline="\n") as f:
             f.write(step.to_json())
         cap, load = step.capacity(), step.max_load()
@@ -160,8 +164,10 @@ def main(only: set[str] | None = None) -> None:
             f"{sum(step.durations)} µs of compute"
         )
     if only is None:
-        (PACKAGE / "problem.toml").write_text("".join(toml), newline="\n")
+        (out / "problem.toml").write_text("".join(toml), newline="\n")
 
 
 if __name__ == "__main__":
-    main(set(sys.argv[1:]) or None)
+    if len(sys.argv) < 3 or sys.argv[1] != "--out":
+        sys.exit("usage: generate.py --out DIR [case names...]")
+    main(Path(sys.argv[2]), set(sys.argv[3:]) or None)
