@@ -1,6 +1,6 @@
 """Calibration of the `offload` problems: per case, the naive and greedy reference
 planners' scores (lower bound / makespan), how busy the host links are in each plan
-(busiest of host-to-device and device-to-host: time with a copy on it / makespan),
+(the busiest copy engine, NVMe's included: time with a copy on it / makespan),
 and whether each plan is valid. The strong planner (offload_strong.cpp) knows only
 v1 cases: it is run on v1 cases (none shipped now) and named "v1 only" on v2 ones.
 
@@ -61,7 +61,7 @@ def judge_one(case, bound: int, body: dict, planner: str, tmp: Path) -> str:
     if v.verdict != Verdict.OK:
         return f"{v.verdict.name}: {v.message[:60]}"
     timing = simulate(case, plan)
-    link = max(busy(timing, "h2d"), busy(timing, "d2h"))
+    link = max(busy(timing, e) for e in ("h2d", "d2h", "nvme_read", "nvme_write"))
     return f"{OFFLOAD.score(case, bound, v):.3f} link {100 * link:.0f}% ({took:.1f} s)"
 
 

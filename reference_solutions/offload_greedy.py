@@ -27,6 +27,8 @@ end. Each parked gap then leaves by the first that applies (ways below):
   codec time it adds to the compute stream;
 - NVMe, when the tensor lives there, or when the host copies would pass the
   host capacity (all dirty parks go to NVMe then);
+- a clean tensor whose copy is on NVMe is copied to the host the first time
+  it leaves (staged: later fetches skip the NVMe read), unless the host is short;
 - a full copy to the host otherwise.
 """
 
@@ -240,16 +242,22 @@ def ways_out(case, tensors, kinds, plan, recomputed, to_nvme=False):
     leave = []
     for i, rows in enumerate(plan):
         current, mine = kinds[i].start != "device", []
+        on_nvme = kinds[i].start == "nvme"  # the current copy is there
         for k, (first, count, pre) in enumerate(rows):
             if pre is None or any(kinds[i].writes[first : first + count]):
                 current = False
             if k == len(rows) - 1:
                 mine.append(None)
-            elif (i, k + 1) in recomputed or current:
+            elif (i, k + 1) in recomputed:
+                mine.append("drop")
+            elif current and on_nvme and not to_nvme:  # stage it: later fetches skip NVMe
+                mine.append("copy")
+                on_nvme = False
+            elif current:
                 mine.append("drop")
             else:
                 mine.append(park_way(case, kinds[i], tensors[i][1], to_nvme))
-                current = True
+                current, on_nvme = True, mine[-1] == "nvme"
         leave.append(mine)
     return leave
 

@@ -71,6 +71,14 @@ class Scheme:
     end: dict[str, str] = field(default_factory=dict)
     compress: tuple[str, ...] = ()
     recompute: bool = False
+    # categories whose end tier holds even where PyTorch frees them within the step
+    # (ZeRO-Offload moves gradients to the host although the step then drops them)
+    keep: tuple[str, ...] = ()
+
+    def tiers(self, s: Store, n_ops: int) -> tuple[str, str]:
+        start = self.start.get(s.category, "device") if s.op < 0 else "device"
+        alive = s.upper >= n_ops or s.category in self.keep
+        return start, self.end.get(s.category, "none") if alive else "none"
 
 
 @dataclass
@@ -136,8 +144,7 @@ def write_case(
         when = sorted({step_of[o] for o in [s.op, *s.reads, *s.writes] if o >= 0})
         if not when:
             continue  # neither made nor touched in the recorded step
-        start = scheme.start.get(s.category, "device") if s.op < 0 else "device"
-        end = scheme.end.get(s.category, "none") if s.upper >= len(step_of) else "none"
+        start, end = scheme.tiers(s, len(step_of))
         if start == "device" and end == "none" and len(when) == 1:
             continue  # step scratch: merged by _scratch_peaks
         written = sorted({step_of[o] for o in [*s.writes, *([s.op] if s.op >= 0 else [])]})
@@ -230,8 +237,7 @@ def _scratch_peaks(doc: dict, step_of: list[int], steps: list[int], scheme: Sche
     events: dict[int, list[tuple[int, int]]] = {}
     for s in stores(doc):
         when = {step_of[o] for o in [s.op, *s.reads, *s.writes] if o >= 0}
-        start = scheme.start.get(s.category, "device") if s.op < 0 else "device"
-        end = scheme.end.get(s.category, "none") if s.upper >= len(step_of) else "none"
+        start, end = scheme.tiers(s, len(step_of))
         if len(when) == 1 and start == "device" and end == "none":
             k = when.pop()
             events.setdefault(k, []).extend([(s.lower, s.size), (s.upper, -s.size)])

@@ -1,0 +1,111 @@
+#!/usr/bin/env python3
+"""Regenerates the train-offload package (version 2): data/*/*.json and problem.toml,
+from the traces in traces/ that PyTorch recorded.
+
+    python problems/train-offload/generator/generate.py          # standard library only
+    python problems/train-offload/generator/generate.py --record # record the traces again
+                                                                 # (the trace extra: PyTorch)
+
+Deterministic: running it again rewrites every file byte for byte. Each trace is one
+training step of GPT-2 (or one pipeline stage of it), recorded by `memorace trace
+train` (tracer/, format: tracer/TRACE_FORMAT.md) with the arguments below, provenance
+inside. problems/_lib/offload_trace.py turns it into an `offload` v2 case:
+ZeRO-Offload-like (parameters and Adam's state start on the host and end there,
+gradients end there), ZeRO-Infinity-like on the NVMe cases (Adam's state starts on
+NVMe); activations may be recomputed from their op's inputs or parked as fp8,
+gradients as bf16. Version 1 (our own model of a model): generator/v1/.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "_lib"))  # torchtrace, offload_trace
+
+from offload_trace import PCIE4, PCIE5, OffloadTraceCase, Scheme, write_offload_package
+from torchtrace import read_trace, record, trace_path
+
+HERE = Path(__file__).resolve().parent
+PACKAGE = HERE.parent
+TITLE = "Training step with host and NVMe offload, recorded with PyTorch"
+LIMITS = {"time_limit_s": 30.0, "memory_limit_mb": 2048, "cpus": 1, "gpus": 0}
+STATE = {"parameter": "host", "optimizer_state": "host", "gradient": "host"}
+ZERO = Scheme(
+    "ZeRO-Offload",
+    start={"parameter": "host", "optimizer_state": "host"},
+    end=STATE,
+    compress=("activation", "gradient"),
+    recompute=True,
+    keep=("gradient",),
+)
+INFINITY = Scheme(
+    "ZeRO-Infinity",
+    start={"parameter": "host", "optimizer_state": "nvme"},
+    end=STATE,
+    compress=("activation", "gradient"),
+    recompute=True,
+    keep=("gradient",),
+)
+
+
+def train(model: str, stages: int, stage: int, mbs: int, batch: int, seq: int) -> tuple[str, ...]:
+    return (
+        "train",
+        "--model",
+        f"gpt2-{model}",
+        "--stages",
+        str(stages),
+        "--stage",
+        str(stage),
+        "--micro-batches",
+        str(mbs),
+        "--batch",
+        str(batch),
+        "--seq",
+        str(seq),
+    )
+
+
+C = OffloadTraceCase
+# fmt: off
+CASES = [
+    C("p01-small-b2-s512-pcie5", "public", train("small", 1, 0, 1, 2, 512), ZERO, 64, PCIE5, 0.3),
+    C("p02-small-mb2x2-s1024-pcie4-nvme", "public", train("small", 1, 0, 2, 2, 1024), INFINITY,
+      96, PCIE4, 0.35, nvme=True, host_slack=1.5),
+    C("p03-medium-pp4-mb2x4-s512-pcie5", "public", train("medium", 4, 0, 2, 4, 512), ZERO, 80,
+      PCIE5, 0.3),
+    C("p04-small-pp2-stage1-mb4x4-s512-pcie5", "public", train("small", 2, 1, 4, 4, 512), ZERO,
+      96, PCIE5, 0.3),
+    C("p05-medium-b4-s1024-pcie4-nvme", "public", train("medium", 1, 0, 1, 4, 1024), INFINITY,
+      96, PCIE4, 0.3, nvme=True, host_slack=1.5),
+    C("p06-small-mb8x1-s1024-pcie5", "public", train("small", 1, 0, 8, 1, 1024), ZERO, 128, PCIE5,
+      0.25),
+    C("h01-small-mb4x2-s1024-pcie5-nvme", "hidden", train("small", 1, 0, 4, 2, 1024), INFINITY,
+      120, PCIE5, 0.2, nvme=True, host_slack=1.5),
+    C("h02-medium-pp2-mb2x2-s1024-pcie4", "hidden", train("medium", 2, 0, 2, 2, 1024), ZERO, 100,
+      PCIE4, 0.3),
+    C("h03-medium-pp4-stage1-mb4x2-pcie5-nvme", "hidden", train("medium", 4, 1, 4, 2, 1024),
+      INFINITY, 100, PCIE5, 0.25, nvme=True, host_slack=1.3, weight=2.0),
+    C("h05-small-pp4-stage2-mb6x4-s512-pcie4-nvme", "hidden", train("small", 4, 2, 6, 4, 512),
+      INFINITY, 100, PCIE4, 0.3, nvme=True, host_slack=1.4),
+    C("h06-medium-pp8-mb8x2-s1024-pcie5", "hidden", train("medium", 8, 0, 8, 2, 1024), ZERO, 120,
+      PCIE5, 0.2, weight=2.0),
+    C("h04-small-b8-s1024-pcie4", "hidden", train("small", 1, 0, 1, 8, 1024), ZERO, 80, PCIE4,
+      0.4),
+]
+# fmt: on
+
+
+def main() -> None:
+    write_offload_package(
+        PACKAGE, TITLE, LIMITS, CASES, 2, lambda case: read_trace(trace_path(HERE, case))
+    )
+
+
+if __name__ == "__main__":
+    names = {a for a in sys.argv[1:] if a != "--record"} or None
+    if "--record" in sys.argv:
+        record(HERE, CASES, names)
+    else:
+        main()
