@@ -213,7 +213,7 @@ def break_in_place(case: dict, plan: dict) -> int:
     would cost more than the checks. Returns how many broken plans were checked."""
     rows = windows(case, plan)
     rng = np.random.default_rng(11)
-    later = [w for w in rows if w["k"] > 0]
+    later = [w for w in rows if w["k"] > 0 and "prefetch_after" in w["res"]]
     changes = []
     for w in rng.choice(rows, size=min(4, len(rows)), replace=False):
         changes += [(w["res"], "offset", case["capacity"])]
