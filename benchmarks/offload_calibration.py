@@ -54,15 +54,17 @@ def busy(timing, engine: str) -> float:
     return spans / timing.makespan if timing.makespan else 0.0
 
 
-def judge_one(case, bound: int, body: dict, planner: str, tmp: Path) -> str:
+def judge_one(case, bound: int, body: dict, planner: str, tmp: Path) -> tuple[float, str]:
+    """(score, what to print); the score is 0 for a plan that is not valid."""
     plan_path, took = run_planner(planner, body, tmp / planner)
     plan = OFFLOAD.parse_plan(plan_path, case)
     v = OFFLOAD.verify(case, plan)
     if v.verdict != Verdict.OK:
-        return f"{v.verdict.name}: {v.message[:60]}"
+        return 0.0, f"{v.verdict.name}: {v.message[:60]}"
     timing = simulate(case, plan)
     link = max(busy(timing, e) for e in ("h2d", "d2h", "nvme_read", "nvme_write"))
-    return f"{OFFLOAD.score(case, bound, v):.3f} link {100 * link:.0f}% ({took:.1f} s)"
+    score = OFFLOAD.score(case, bound, v)
+    return score, f"{score:.3f} link {100 * link:.0f}% ({took:.1f} s)"
 
 
 def is_v2(body: dict) -> bool:
@@ -76,16 +78,23 @@ def main(slugs: list[str]) -> None:
         problem = load_problem(ROOT / "problems" / slug)
         print(f"\n{slug} (version {problem.version})")
         print(f"{'case':44} {'tensors':>7} {'uses':>6} {'bound µs':>9}  naive | greedy | strong")
+        totals: dict[tuple[str, str], list[float]] = {}
         for spec in problem.cases:
             case = OFFLOAD.parse_case(spec.path, spec.capacity)
             bound = OFFLOAD.lower_bound(case)
             body = {**json.loads(spec.path.read_text()), "capacity": spec.capacity}
             uses = sum(len(t["uses"]) for t in body["tensors"])
             with tempfile.TemporaryDirectory() as tmp:
-                cells = [judge_one(case, bound, body, p, Path(tmp)) for p in PLANNERS.values()]
+                done = {n: judge_one(case, bound, body, p, Path(tmp)) for n, p in PLANNERS.items()}
+            for n, (score, _) in done.items():
+                got = totals.setdefault((n, spec.split), [0.0, 0.0])
+                got[0], got[1] = got[0] + spec.weight * score, got[1] + spec.weight
+            cells = [text for _, text in done.values()]
             strong = "v1 only (not run)" if is_v2(body) else "run tests/test_offload_planners"
             name = f"{spec.split[0]} {spec.name}"
             print(f"{name:44} {len(case):>7} {uses:>6} {bound:>9}  {' | '.join(cells)} | {strong}")
+        for (n, split), (score, weight) in sorted(totals.items()):
+            print(f"{n} {split} problem score {100 * score / weight:.1f}")
 
 
 if __name__ == "__main__":
