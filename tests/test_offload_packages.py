@@ -85,3 +85,16 @@ def test_cases_are_small_enough_to_verify_quickly():
     for slug in SLUGS:
         for lc in load_cases(load_problem(ROOT / "problems" / slug)):
             assert len(lc.case.uses) <= 20_000, lc.spec.name
+
+
+def test_traces_record_reads_and_in_place_writes():
+    """Adam writes every parameter in place; a forward reads it: both are in the trace."""
+    sys.path.insert(0, str(LIB))
+    from torchtrace import read_trace
+
+    path = sorted((ROOT / "problems/train-offload/generator/traces").glob("*.json.xz"))[0]
+    doc = read_trace(path)
+    t, param = doc["tensors"], doc["categories"].index("parameter")
+    params = [i for i, c in enumerate(t["category"]) if c == param]
+    assert params and all(t["reads"][i] and t["writes"][i] for i in params)
+    assert doc["provenance"]["command"].startswith("memorace trace train")
