@@ -71,7 +71,10 @@ def windows(case: dict[str, Any], plan: dict[str, Any]) -> list[dict[str, Any]]:
         for k, res in enumerate(entry["residencies"]):
             uses = tensor["uses"][covered : covered + res["uses"]]
             covered += res["uses"]
-            begin = 2 * uses[0] if k == 0 else 2 * res["prefetch_after"] + 1
+            if "prefetch_after" in res:  # copied in (v2: a first residency may be)
+                begin = 2 * res["prefetch_after"] + 1
+            else:  # produced, or (v2) recomputed
+                begin = 2 * res.get("recompute_before", uses[0])
             rows.append({
                 "t": t_index, "k": k, "res": res, "size": tensor["size"], "first": uses[0],
                 "last": uses[-1], "begin": begin, "end": 2 * uses[-1],

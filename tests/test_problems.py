@@ -46,14 +46,13 @@ def max_load(case) -> int:
 
 
 @pytest.mark.parametrize("slug", OFFLOAD)
-def test_offload_package_needs_offloading_on_both_links(slug):
-    """Capacities at 50-90 % of the max load (so something must leave the device), links
-    at PCIe 5 x16 and a faster chip-to-chip rate."""
+def test_offload_package_needs_offloading_on_pcie_links(slug):
+    """Every case's capacity is below its max load (something must leave the device);
+    links are PCIe 4 or 5 x16 (problems/_lib/offload_trace.py)."""
     loaded = load_cases(load_problem(ROOT / "problems" / slug))
     for lc in loaded:
-        share = lc.spec.capacity / max_load(lc.case)
-        assert 0.5 <= share <= 0.9 + 2**20 / max_load(lc.case), (lc.spec.name, share)
-    assert {lc.case.h2d for lc in loaded} == {64_000, 450_000}
+        assert lc.spec.capacity < max_load(lc.case), lc.spec.name
+    assert {lc.case.h2d for lc in loaded} <= {25_000, 50_000}
 
 
 @pytest.mark.parametrize("slug", SHIPPED)

@@ -245,7 +245,7 @@ def test_largest_shipped_case_renders_small_and_fast(tmp_path):
     problem = load_problem(ROOT / "problems" / "train-offload")
     loaded = load_cases(problem)
     lc = max(loaded, key=lambda c: len(c.case.uses))
-    assert lc.spec.name.startswith("h05")
+    assert len(lc.case.uses) >= 2_000
     plan = greedy_plan(problem, lc, tmp_path)
     assert verify(lc.case, plan).verdict == Verdict.OK
     timing = simulate(lc.case, plan)

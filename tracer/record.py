@@ -41,6 +41,8 @@ class Storage:
     op: int  # the op that made it; -1 when it existed before the recording
     upper: int = -1
     category: str = "temporary"
+    reads: list[int] = field(default_factory=list)  # ops that take it as an argument
+    writes: list[int] = field(default_factory=list)  # ops that write it in place (or make it)
 
 
 @dataclass
@@ -86,8 +88,9 @@ class Recorder(TorchDispatchMode):
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[override]
         kwargs = kwargs or {}
-        out = func(*args, **kwargs)
         t = len(self.rec.ops)
+        self._note_arguments(func, args, kwargs, t)
+        out = func(*args, **kwargs)
         flops = _flops(func, args, kwargs, out)
         moved = sum(x.nbytes for x in tree_leaves((args, kwargs, out)) if _is_tensor(x))
         self.rec.ops.append((str(func.overloadpacket.__name__), flops, moved))
@@ -95,6 +98,24 @@ class Recorder(TorchDispatchMode):
             if _is_tensor(x):
                 self._track(x, lower=t, op=t)
         return out
+
+    def _note_arguments(self, func: Any, args: Any, kwargs: dict[str, Any], t: int) -> None:
+        """Op t reads every tracked storage among its arguments and writes those its
+        schema marks as written (in-place and out= arguments)."""
+        written = set()
+        for i, arg in enumerate(func._schema.arguments):
+            value = args[i] if i < len(args) else kwargs.get(arg.name)
+            if arg.alias_info is not None and arg.alias_info.is_write:
+                written |= {id(x.untyped_storage()) for x in tree_leaves(value) if _is_tensor(x)}
+        for x in tree_leaves((args, kwargs)):
+            if _is_tensor(x) and x.device.type == "meta":
+                key = id(x.untyped_storage())
+                held = self._live.get(key)
+                if held is not None:
+                    s = self.rec.storages[held[0]]
+                    ops = s.writes if key in written else s.reads
+                    if not ops or ops[-1] != t:
+                        ops.append(t)
 
     def _track(self, t: torch.Tensor, lower: int, op: int) -> int | None:
         if t.device.type != "meta":  # host scalars (Adam's step counts) are not device memory

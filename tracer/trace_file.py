@@ -45,6 +45,8 @@ def trace_doc(rec: Recording, step: dict[str, Any], config: dict[str, Any], comm
             "upper": [s.upper for s in kept],
             "op": [s.op for s in kept],
             "category": [CATEGORIES.index(s.category) for s in kept],
+            "reads": [s.reads for s in kept],
+            "writes": [s.writes for s in kept],
         },
     }
 

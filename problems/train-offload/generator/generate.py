@@ -1,14 +1,19 @@
 #!/usr/bin/env python3
-"""Regenerates the train-offload package: data/*/*.json and problem.toml.
+"""Regenerates the train-offload package (version 2): data/*/*.json and problem.toml,
+from the traces in traces/ that PyTorch recorded.
 
-    python problems/train-offload/generator/generate.py [case names...]
+    python problems/train-offload/generator/generate.py          # standard library only
+    python problems/train-offload/generator/generate.py --record # record the traces again
+                                                                 # (the trace extra: PyTorch)
 
-Seeded and deterministic (Python 3.11, standard library only): running it
-again rewrites every file byte for byte. Each case is one training step of a
-GPT-style decoder on one device (see transformer.py) whose tensors do not all
-fit: its capacity is `capacity_pct` % of the case's max load (rounded up to a
-MiB), but never below the bytes that one step's own tensors need together.
-With case names, only those cases are rewritten (problem.toml is left alone).
+Deterministic: running it again rewrites every file byte for byte. Each trace is one
+training step of GPT-2 (or one pipeline stage of it), recorded by `memorace trace
+train` (tracer/, format: tracer/TRACE_FORMAT.md) with the arguments below, provenance
+inside. problems/_lib/offload_trace.py turns it into an `offload` v2 case:
+ZeRO-Offload-like (parameters and Adam's state start on the host and end there,
+gradients end there), ZeRO-Infinity-like on the NVMe cases (Adam's state starts on
+NVMe); activations may be recomputed from their op's inputs or parked as fp8,
+gradients as bf16. Version 1 (our own model of a model): generator/v1/.
 """
 
 from __future__ import annotations
@@ -16,152 +21,91 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "_lib"))  # torchtrace, offload_trace
 
-from transformer import GPT_1_3B, GPT_2_7B, GPT_125M, GPT_350M, GPT_760M, GPT_TINY, Case, Step
+from offload_trace import PCIE4, PCIE5, OffloadTraceCase, Scheme, write_offload_package
+from torchtrace import read_trace, record, trace_path
 
-PACKAGE = Path(__file__).resolve().parent.parent
-
-TITLE = "Training step with host offload"
+HERE = Path(__file__).resolve().parent
+PACKAGE = HERE.parent
+TITLE = "Training step with host and NVMe offload, recorded with PyTorch"
 LIMITS = {"time_limit_s": 30.0, "memory_limit_mb": 2048, "cpus": 1, "gpus": 0}
+STATE = {"parameter": "host", "optimizer_state": "host", "gradient": "host"}
+ZERO = Scheme(
+    "ZeRO-Offload",
+    start={"parameter": "host", "optimizer_state": "host"},
+    end=STATE,
+    compress=("activation", "gradient"),
+    recompute=True,
+    keep=("gradient",),
+)
+INFINITY = Scheme(
+    "ZeRO-Infinity",
+    start={"parameter": "host", "optimizer_state": "nvme"},
+    end=STATE,
+    compress=("activation", "gradient"),
+    recompute=True,
+    keep=("gradient",),
+)
 
-T, S, M, L, XL, X2 = GPT_TINY, GPT_125M, GPT_350M, GPT_760M, GPT_1_3B, GPT_2_7B
 
-# name, split, seed, model, micro-batches (gradient accumulation), sequences per
-# micro-batch, sequence length, host link, capacity % of the max load, options.
-# Names: model, micro-batches x sequences, sequence length, options, link.
-# The seed only matters for ragged cases (it draws their sequence lengths).
+def train(model: str, stages: int, stage: int, mbs: int, batch: int, seq: int) -> tuple[str, ...]:
+    return (
+        "train",
+        "--model",
+        f"gpt2-{model}",
+        "--stages",
+        str(stages),
+        "--stage",
+        str(stage),
+        "--micro-batches",
+        str(mbs),
+        "--batch",
+        str(batch),
+        "--seq",
+        str(seq),
+    )
+
+
+C = OffloadTraceCase
+# fmt: off
 CASES = [
-    Case("p01-tiny-mb1x4-s512-pcie", "public", 101, T, 1, 4, 512, "pcie", 70),
-    Case("p02-125m-mb2x8-s1024-c2c", "public", 102, S, 2, 8, 1024, "c2c", 60),
-    Case(
-        "p03-350m-mb2x4-s2048-full-pcie", "public", 103, M, 2, 4, 2048, "pcie", 80, recompute="full"
-    ),
-    Case(
-        "p04-760m-mb2x2-s2048-eager-sel-c2c",
-        "public",
-        104,
-        L,
-        2,
-        2,
-        2048,
-        "c2c",
-        50,
-        attention="eager",
-        recompute="selective",
-    ),
-    Case(
-        "p05-1.3b-mb1x4-s2048-fused-pcie",
-        "public",
-        105,
-        XL,
-        1,
-        4,
-        2048,
-        "pcie",
-        65,
-        optimizer="fused",
-    ),
-    Case(
-        "p06-125m-mb4x4-ragged-eager-pcie",
-        "public",
-        106,
-        S,
-        4,
-        4,
-        1024,
-        "pcie",
-        90,
-        attention="eager",
-        ragged=True,
-    ),
-    Case(
-        "h01-tiny-mb2x8-s512-eager-c2c", "hidden", 201, T, 2, 8, 512, "c2c", 85, attention="eager"
-    ),
-    Case("h02-350m-mb4x4-ragged-c2c", "hidden", 202, M, 4, 4, 2048, "c2c", 75, ragged=True),
-    Case(
-        "h03-760m-mb2x4-s2048-full-pcie", "hidden", 203, L, 2, 4, 2048, "pcie", 55, recompute="full"
-    ),
-    Case("h04-1.3b-mb2x2-s2048-c2c", "hidden", 204, XL, 2, 2, 2048, "c2c", 62),
-    Case(
-        "h05-1.3b-mb8x4-s2048-full-pcie",
-        "hidden",
-        205,
-        XL,
-        8,
-        4,
-        2048,
-        "pcie",
-        50,
-        recompute="full",
-        weight=2.0,
-    ),
-    Case(
-        "h06-2.7b-mb4x2-s2048-full-fused-c2c",
-        "hidden",
-        206,
-        X2,
-        4,
-        2,
-        2048,
-        "c2c",
-        68,
-        recompute="full",
-        optimizer="fused",
-        weight=2.0,
-    ),
-    Case(
-        "h07-2.7b-mb2x1-s4096-eager-sel-pcie",
-        "hidden",
-        207,
-        X2,
-        2,
-        1,
-        4096,
-        "pcie",
-        88,
-        attention="eager",
-        recompute="selective",
-    ),
+    C("p01-small-b2-s512-pcie5", "public", train("small", 1, 0, 1, 2, 512), ZERO, 64, PCIE5, 0.3),
+    C("p02-small-mb2x2-s1024-pcie4-nvme", "public", train("small", 1, 0, 2, 2, 1024), INFINITY,
+      96, PCIE4, 0.35, nvme=True, host_slack=1.5),
+    C("p03-medium-pp4-mb2x4-s512-pcie5", "public", train("medium", 4, 0, 2, 4, 512), ZERO, 80,
+      PCIE5, 0.3),
+    C("p04-small-pp2-stage1-mb4x4-s512-pcie5", "public", train("small", 2, 1, 4, 4, 512), ZERO,
+      96, PCIE5, 0.3),
+    C("p05-medium-b4-s1024-pcie4-nvme", "public", train("medium", 1, 0, 1, 4, 1024), INFINITY,
+      96, PCIE4, 0.3, nvme=True, host_slack=1.5),
+    C("p06-small-mb8x1-s1024-pcie5", "public", train("small", 1, 0, 8, 1, 1024), ZERO, 128, PCIE5,
+      0.25),
+    C("h01-small-mb4x2-s1024-pcie5-nvme", "hidden", train("small", 1, 0, 4, 2, 1024), INFINITY,
+      120, PCIE5, 0.2, nvme=True, host_slack=1.5),
+    C("h02-medium-pp2-mb2x2-s1024-pcie4", "hidden", train("medium", 2, 0, 2, 2, 1024), ZERO, 100,
+      PCIE4, 0.3),
+    C("h03-medium-pp4-stage1-mb4x2-pcie5-nvme", "hidden", train("medium", 4, 1, 4, 2, 1024),
+      INFINITY, 100, PCIE5, 0.25, nvme=True, host_slack=1.3, weight=2.0),
+    C("h05-small-pp4-stage2-mb6x4-s512-pcie4-nvme", "hidden", train("small", 4, 2, 6, 4, 512),
+      INFINITY, 100, PCIE4, 0.3, nvme=True, host_slack=1.4),
+    C("h06-medium-pp8-mb8x2-s1024-pcie5", "hidden", train("medium", 8, 0, 8, 2, 1024), ZERO, 120,
+      PCIE5, 0.2, weight=2.0),
+    C("h04-small-b8-s1024-pcie4", "hidden", train("small", 1, 0, 1, 8, 1024), ZERO, 80, PCIE4,
+      0.4),
 ]
+# fmt: on
 
 
-def main(only: set[str] | None = None) -> None:
-    unknown = (only or set()) - {c.name for c in CASES}
-    if unknown:
-        sys.exit(f"unknown case(s): {', '.join(sorted(unknown))}")
-    for split in ("public", "hidden"):
-        (PACKAGE / "data" / split).mkdir(parents=True, exist_ok=True)
-        if only is None:  # stale files from an older case list must not survive
-            for old in (PACKAGE / "data" / split).glob("*.json"):
-                old.unlink()
-    toml = [
-        f'slug = "{PACKAGE.name}"\nname = "{TITLE}"\ntype = "offload"\nversion = 1\n',
-        "\n[limits]\n" + "".join(f"{k} = {v}\n" for k, v in LIMITS.items()),
-    ]
-    for case in CASES:
-        if only is not None and case.name not in only:
-            continue
-        step = Step(case).run()
-        path = PACKAGE / "data" / case.split / f"{case.name}.json"
-        with open(path, "w", newline="\n") as f:
-            f.write(step.to_json())
-        cap, load = step.capacity(), step.max_load()
-        # statement.md says the share, not the floor, sets every shipped capacity
-        assert cap > step.floor(), f"{case.name}: the floor sets the capacity"
-        toml.append(
-            f'\n[[cases]]\nname = "{case.name}"\nsplit = "{case.split}"\n'
-            f"capacity = {cap}\nweight = {case.weight:.1f}\n"
-        )
-        uses = sum(len(t.uses) for t in step.tensors.values())
-        print(
-            f"{case.name}: {len(step.durations)} steps, {len(step.tensors)} tensors, "
-            f"{uses} uses, max load {load}, capacity {cap} ({100 * cap / load:.1f} %), "
-            f"{sum(step.durations)} µs of compute"
-        )
-    if only is None:
-        (PACKAGE / "problem.toml").write_text("".join(toml), newline="\n")
+def main() -> None:
+    write_offload_package(
+        PACKAGE, TITLE, LIMITS, CASES, 2, lambda case: read_trace(trace_path(HERE, case))
+    )
 
 
 if __name__ == "__main__":
-    main(set(sys.argv[1:]) or None)
+    names = {a for a in sys.argv[1:] if a != "--record"} or None
+    if "--record" in sys.argv:
+        record(HERE, CASES, names)
+    else:
+        main()
