@@ -53,6 +53,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <fstream>
 #include <functional>
 #include <limits>
@@ -78,6 +79,13 @@ constexpr i64 kInf = std::numeric_limits<i64>::max() / 4;
 
 using SteadyClock = std::chrono::steady_clock;
 const SteadyClock::time_point kProgramStart = SteadyClock::now();
+
+// CPU seconds of the whole process (what a loaded machine does not inflate).
+double cpuSeconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
 
 double elapsedSeconds() {
   return std::chrono::duration<double>(SteadyClock::now() - kProgramStart)
@@ -245,7 +253,8 @@ void writePlan(const std::string& path, const std::vector<Buffer>& buffers,
   if (std::fclose(f) != 0 || std::rename(part.c_str(), path.c_str()) != 0) return;
   i64 peak = 0;
   for (size_t i = 0; i < buffers.size(); ++i) peak = std::max(peak, offsets[i] + buffers[i].size);
-  std::fprintf(stderr, "strong_search: plan peak=%lld t=%.3f\n", peak, elapsedSeconds());
+  std::fprintf(stderr, "strong_search: plan peak=%lld t=%.3f cpu=%.3f\n", peak, elapsedSeconds(),
+               cpuSeconds());
 }
 
 // Progress lines on stderr when STRONG_SEARCH_VERBOSE is set.
@@ -1273,36 +1282,43 @@ class CanonicalSearch {
  private:
   // --- construction -------------------------------------------------------
 
-  // Sweeps the lifespans.  A section is recorded at an end event whenever some
-  // buffer started since the last section: it is the set of live buffers,
-  // i.e. a maximal set of buffers that are live together.  Each buffer b
-  // belongs to the contiguous sections [secLo_[b], secHi_[b]), and two
-  // buffers overlap in time iff their section ranges intersect.
+  // Sections are the elementary time intervals between consecutive distinct
+  // start / end times with something live (MiniMalloc records one at every
+  // distinct end time; this is a superset).  Each buffer b belongs to the
+  // contiguous sections [secLo_[b], secHi_[b]), and two buffers overlap in
+  // time iff their section ranges intersect.  Keeping the non-maximal
+  // intervals matters: their members are a subset of a maximal clique's, so
+  // their lowest unplaced floor can be higher, and section inference
+  // (floor + unplaced size <= T) is checked on each of them.
   void buildSections() {
-    std::vector<std::pair<i64, int>> events;  // (time, 2b for end / 2b+1 start)
-    events.reserve(2 * n_);
+    std::vector<i64> times;
+    times.reserve(2 * n_);
     for (int b = 0; b < n_; ++b) {
-      events.push_back({buf_[b].lower, 2 * b + 1});
-      events.push_back({buf_[b].upper, 2 * b});
+      times.push_back(buf_[b].lower);
+      times.push_back(buf_[b].upper);
     }
-    std::sort(events.begin(), events.end(), [](const auto& x, const auto& y) {
-      if (x.first != y.first) return x.first < y.first;
-      return (x.second & 1) < (y.second & 1);  // ends before starts
-    });
+    std::sort(times.begin(), times.end());
+    times.erase(std::unique(times.begin(), times.end()), times.end());
+    const int k = (int)times.size();
+    std::vector<int> delta(k, 0);  // live count change at each time
+    auto at = [&](i64 t) { return int(std::lower_bound(times.begin(), times.end(), t) - times.begin()); };
+    for (int b = 0; b < n_; ++b) {
+      ++delta[at(buf_[b].lower)];
+      --delta[at(buf_[b].upper)];
+    }
+    std::vector<int> firstSection(k + 1, 0);  // sections starting before time i
+    int live = 0, sections = 0;
+    for (int i = 0; i < k; ++i) {
+      firstSection[i] = sections;
+      live += delta[i];
+      if (live > 0 && i + 1 < k) ++sections;  // [times[i], times[i+1]) is live
+    }
+    firstSection[k] = sections;
     secLo_.assign(n_, 0);
     secHi_.assign(n_, 0);
-    int sections = 0;
-    bool startedSinceSection = false;
-    for (const auto& [time, code] : events) {
-      const int b = code / 2;
-      if (code & 1) {
-        secLo_[b] = sections;
-        startedSinceSection = true;
-      } else {
-        if (startedSinceSection) ++sections;
-        startedSinceSection = false;
-        secHi_[b] = sections;
-      }
+    for (int b = 0; b < n_; ++b) {
+      secLo_[b] = firstSection[at(buf_[b].lower)];
+      secHi_[b] = firstSection[at(buf_[b].upper)];
     }
     numSections_ = sections;
   }
