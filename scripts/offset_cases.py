@@ -9,6 +9,7 @@ than half the horizon):
     largest long-lived buffer / capacity  0-2.3 %         <= 2.5 %
     total of long-lived buffers / cap.    0-31 %          <= 31 %
     buffers live when the load peaks      14-71           >= 14
+    distinct start/end times / buffers    0.47-0.59       0.45-0.65
     largest buffer / capacity             10-68 %         (drawn 10-65 %)
     median buffer / capacity              1.8-7.8 %       (follows the cut)
     area density (area / horizon x peak)  0.66-0.98       (follows the holes)
@@ -59,22 +60,27 @@ class Family:
     long_max_share: float  # largest long-lived buffer, share of the capacity
     long_total_share: float  # total of the long-lived buffers, share of the capacity
     min_peak_live: int  # buffers live when the load first reaches its peak
+    times_per_buffer: tuple[float, float]  # distinct start / end times per buffer
     long_share: tuple[float, float]  # range of the per-case share of new buffers living long
     max_size: tuple[float, float]  # range of the per-case largest new buffer (share)
     holes: tuple[float, float]  # range of the per-case share of freed memory left free
+    steps: tuple[int, int]  # range of the per-case number of time steps
 
 
 FAMILY = Family(
     long_max_share=0.025,
     long_total_share=0.31,
     min_peak_live=14,
+    times_per_buffer=(0.45, 0.65),
     long_share=(0.05, 0.3),
     max_size=(0.2, 0.7),
     holes=(0.02, 0.2),
+    steps=(60, 160),
 )
 HARDER = Family(
-    long_max_share=0.25, long_total_share=1.0, min_peak_live=1, long_share=(0.05, 0.2),
-    max_size=(0.2, 0.6), holes=(0.04, 0.35),
+    long_max_share=0.25, long_total_share=1.0, min_peak_live=1, times_per_buffer=(0, 1),
+    long_share=(0.05, 0.2),
+    max_size=(0.2, 0.6), holes=(0.04, 0.35), steps=(40, 100),
 )  # fmt: skip
 
 
@@ -84,6 +90,7 @@ class FamilyStats:
     long_max_share: float
     long_total_share: float
     peak_live: int
+    times_per_buffer: float
 
 
 def family_stats(rows: list[tuple[int, int, int]], capacity: int) -> FamilyStats:
@@ -104,6 +111,7 @@ def family_stats(rows: list[tuple[int, int, int]], capacity: int) -> FamilyStats
         long_max_share=max(long_sizes, default=0) / capacity,
         long_total_share=sum(long_sizes) / capacity,
         peak_live=peak_live,
+        times_per_buffer=len({t for lo, up, _ in rows for t in (lo, up)}) / len(rows),
     )
 
 
@@ -113,6 +121,7 @@ def in_family(stats: FamilyStats, family: Family) -> bool:
         and stats.long_max_share <= family.long_max_share
         and stats.long_total_share <= family.long_total_share
         and stats.peak_live >= family.min_peak_live
+        and family.times_per_buffer[0] <= stats.times_per_buffer <= family.times_per_buffer[1]
     )
 
 
@@ -135,7 +144,7 @@ class HardCase:
 class Shape:
     """Knobs of one case, drawn per seed so the set spans the family."""
 
-    steps: int  # time steps of the sweep
+    steps: int  # time steps of the sweep (A-F: about one distinct time per two buffers)
     long_share: float  # share of new buffers that live long
     holes: float  # share of freed memory left free for a while
     stacked: float  # chance that a refill puts its longest-lived buffers lowest
@@ -156,7 +165,7 @@ def generate(seed: int, capacity: int = CAPACITY, family: Family = FAMILY) -> Ha
 def _replay(rng: random.Random, name: str, capacity: int, family: Family) -> HardCase:
     units = capacity // GRAIN
     shape = Shape(
-        steps=rng.randint(40, 100),
+        steps=rng.randint(*family.steps),
         long_share=rng.uniform(*family.long_share),
         holes=rng.uniform(*family.holes),
         max_size=max(1, int(units * rng.uniform(*family.max_size))),
