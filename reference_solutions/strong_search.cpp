@@ -65,6 +65,7 @@
 #include <sstream>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -1258,6 +1259,7 @@ class CanonicalSearch {
             exactFloors_ ? "on" : "off", exactWork);
     buildPartitions();
     buildPreorders();
+    buildTwins();
     return true;
   }
 
@@ -1445,6 +1447,29 @@ class CanonicalSearch {
     for (int h = 0; h < kHeuristics; ++h) ranks_[h] = byKeys(keys[h]);
   }
 
+  // Symmetry: identical buffers (same lifespan, size and alignment) are
+  // interchangeable, so only solutions where they are placed in index order
+  // (lower index, lower offset) are searched.  prevTwin_[b] is the identical
+  // buffer just before b, or -1.
+  void buildTwins() {
+    std::vector<int> order(n_);
+    std::iota(order.begin(), order.end(), 0);
+    auto key = [&](int b) {
+      return std::make_tuple(buf_[b].lower, buf_[b].upper, buf_[b].size, buf_[b].align);
+    };
+    std::sort(order.begin(), order.end(), [&](int a, int b) {
+      return key(a) != key(b) ? key(a) < key(b) : a < b;
+    });
+    prevTwin_.assign(n_, -1);
+    int twins = 0;
+    for (int k = 1; k < n_; ++k)
+      if (key(order[k]) == key(order[k - 1])) {
+        prevTwin_[order[k]] = order[k - 1];
+        ++twins;
+      }
+    logLine("search: %d buffers have an identical twin before them", twins);
+  }
+
   // Splits `part` at the boundaries after sections `zeros` (sorted) into
   // non-empty sub-parts holding its unplaced members.
   void split(const Part& part, const std::vector<int>& zeros, std::vector<Part>& out) {
@@ -1595,6 +1620,7 @@ class CanonicalSearch {
       const i64 f = floor_[b];
       if (f >= minTop || f + buf_[b].size > target_) continue;
       if (f < lastOff || (f == lastOff && rank[b] < lastRank)) continue;
+      if (prevTwin_[b] >= 0 && off_[prevTwin_[b]] < 0) continue;  // twins in order
       children_.push_back(b);
     }
     auto first = children_.begin() + base;
@@ -1682,6 +1708,7 @@ class CanonicalSearch {
   std::vector<int> cut_;
   std::vector<Part> parts_;            // independent top-level parts
   std::vector<int> ranks_[kHeuristics];
+  std::vector<int> prevTwin_;
 
   // search state
   i64 target_ = 0;
