@@ -2,19 +2,21 @@
 
 Sets: generated MiniMalloc-like cases (scripts/offset_cases.py, capacity =
 lower bound), MiniMalloc's challenging A-F (capacity 1048576) and the
-idealloc real traces (no capacity of their own: 2^50). Every planner is built
+idealloc real traces (no capacity of their own: 2^50). Times are CPU seconds
+(the machine is shared, wall time says little). Every planner is built
 once with the contest's flags and run directly (no sandbox: this measures the
 planners, not the judge) with MEMORACE_CASE_DIR / MEMORACE_OUT_DIR; every plan
 is checked with the judge's verifier. Prints, per set, the fraction fitted and
-the time to the first fitting plan (strong_search logs each plan it writes on
-stderr: `plan peak=P t=T`; best_fit writes once, so its run time), and for
+the CPU time to the first fitting plan (strong_search logs each plan it writes on
+stderr: `plan peak=P t=T cpu=C`; best_fit writes once, so its run time), and for
 idealloc each planner's peak / lower bound. No assertions: figures only.
 
     python benchmarks/offset_planners.py [--count 300] [--subset N] [--time-limit 10]
         [--trace-time-limit 30] [--jobs 2] [--set generated|minimalloc|idealloc|all]
+        [--start S] [--planners best_fit.cpp strong_search.cpp]
 
-MiniMalloc's own solver is not run: its sources need Abseil, which cannot be
-fetched on this offline machine.
+MiniMalloc's own solver is not run: its sources are not on this machine (its
+Abseil dependency is: `apt-get install libabsl-dev`).
 """
 
 from __future__ import annotations

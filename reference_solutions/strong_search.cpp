@@ -25,9 +25,11 @@
 //          run round robin with placement budgets that double (restarts);
 //        - a node fails at once when an unplaced buffer's floor + size
 //          exceeds T (floors only rise);
-//        - section inference: in every time section (maximal set of buffers
-//          live together) the unplaced buffers stack above both the section
-//          floor and the current offset, so floor + unplaced size <= T;
+//        - section inference: in every time section (elementary interval
+//          between consecutive start / end times) the unplaced buffers stack
+//          above both the section floor and the current offset, so
+//          floor + unplaced size <= T;
+//        - symmetry: identical buffers are placed in index order;
 //        - dominance: a buffer may not be placed at or above the lowest
 //          possible top (floor + size) of another unplaced buffer, since that
 //          buffer would then fit entirely in the gap below;
