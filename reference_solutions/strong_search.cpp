@@ -22,7 +22,9 @@
 //          in time); ties are ordered by a static preorder rank, so each
 //          settled solution is reached exactly once;
 //        - children are tried by (floor, preorder rank); four preorders are
-//          run round robin with placement budgets that double (restarts);
+//          run round robin with placement budgets that double (restarts),
+//          plus randomized preorders (new ones each round) that share a
+//          further half budget: search time per order is heavy-tailed;
 //        - a node fails at once when an unplaced buffer's floor + size
 //          exceeds T (floors only rise);
 //        - section inference: in every time section (elementary interval
@@ -1219,7 +1221,10 @@ struct SearchBuffer {
 class CanonicalSearch {
  public:
   enum class Result { kFound, kInfeasible, kAborted };
-  static constexpr int kHeuristics = 4;
+  static constexpr int kFixedOrders = 4;
+  static constexpr int kRandomOrders = 64;
+  static constexpr double kNoise = 0.1;
+  int numHeuristics() const { return (int)ranks_.size(); }
   // Work bound below which exact section floors are maintained.
   static constexpr i64 kMaxExactFloorWork = 200'000'000;
   // Bounds the candidate stack (children of every node on the current path);
@@ -1420,33 +1425,49 @@ class CanonicalSearch {
   // width and area, each descending) in three priority orders, plus a sweep
   // order (S: earlier start first, then Z: larger size, then width), which
   // settles floor ties the way an allocator replaying the timeline would.
+  // Then kRandomOrders randomized variants (the same key orders with the key
+  // values scaled by up to +-kNoise and ties broken at random): the search
+  // time of one preorder is heavy-tailed, so several orders at a small node
+  // budget beat one order at a large one.
   void buildPreorders() {
-    std::vector<i64> total(n_, 0), width(n_);
-    std::vector<double> area(n_);
+    std::vector<double> total(n_, 0), width(n_), area(n_), start(n_), size(n_);
     for (int b = 0; b < n_; ++b) {
-      for (int s = secLo_[b]; s < secHi_[b]; ++s) total[b] = std::max(total[b], secTotal_[s]);
-      width[b] = buf_[b].upper - buf_[b].lower;
-      area[b] = (double)width[b] * (double)buf_[b].size;
+      for (int s = secLo_[b]; s < secHi_[b]; ++s)
+        total[b] = std::max(total[b], (double)secTotal_[s]);
+      width[b] = (double)(buf_[b].upper - buf_[b].lower);
+      area[b] = width[b] * (double)buf_[b].size;
+      start[b] = -(double)buf_[b].lower;  // earlier first
+      size[b] = (double)buf_[b].size;
     }
-    auto byKeys = [&](const char* keys) {
+    const char* keys[] = {"WAT", "TAW", "TWA", "SZW"};
+    std::mt19937_64 rng(0x9e3779b9);
+    ranks_.clear();
+    for (int h = 0; h < kFixedOrders + kRandomOrders; ++h) {
+      const bool random = h >= kFixedOrders;
+      std::uniform_real_distribution<double> noise(1 - kNoise, 1 + kNoise);
+      auto jitter = [&](const std::vector<double>& v) {
+        std::vector<double> out = v;
+        if (random)
+          for (double& x : out) x *= noise(rng);
+        return out;
+      };
+      const std::vector<double> t = jitter(total), w = jitter(width), a = jitter(area),
+                                st = jitter(start), z = jitter(size);
       std::vector<int> order(n_);
       std::iota(order.begin(), order.end(), 0);
-      std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
-        for (const char* k = keys; *k; ++k) {
-          if (*k == 'T' && total[a] != total[b]) return total[a] > total[b];
-          if (*k == 'W' && width[a] != width[b]) return width[a] > width[b];
-          if (*k == 'A' && area[a] != area[b]) return area[a] > area[b];
-          if (*k == 'S' && buf_[a].lower != buf_[b].lower) return buf_[a].lower < buf_[b].lower;
-          if (*k == 'Z' && buf_[a].size != buf_[b].size) return buf_[a].size > buf_[b].size;
+      if (random) std::shuffle(order.begin(), order.end(), rng);
+      const char* k = keys[h % kFixedOrders];
+      std::stable_sort(order.begin(), order.end(), [&](int x, int y) {
+        for (const char* c = k; *c; ++c) {
+          const std::vector<double>& v = *c == 'T' ? t : *c == 'W' ? w : *c == 'A' ? a : *c == 'S' ? st : z;
+          if (v[x] != v[y]) return v[x] > v[y];
         }
         return false;
       });
       std::vector<int> rank(n_);
       for (int r = 0; r < n_; ++r) rank[order[r]] = r;
-      return rank;
-    };
-    const char* keys[kHeuristics] = {"WAT", "TAW", "TWA", "SZW"};
-    for (int h = 0; h < kHeuristics; ++h) ranks_[h] = byKeys(keys[h]);
+      ranks_.push_back(std::move(rank));
+    }
   }
 
   // Symmetry: identical buffers (same lifespan, size and alignment) are
@@ -1709,7 +1730,7 @@ class CanonicalSearch {
   std::vector<int> secMembers_;
   std::vector<int> cut_;
   std::vector<Part> parts_;            // independent top-level parts
-  std::vector<int> ranks_[kHeuristics];
+  std::vector<std::vector<int>> ranks_;
   std::vector<int> prevTwin_;
 
   // search state
@@ -1817,10 +1838,18 @@ class Tightener {
     return result;
   }
 
+  // The fixed preorders get `nodes` each (MiniMalloc's round robin); then
+  // kRandomPerRound randomized preorders, new ones every call while they
+  // last, share another `nodes` / kRandomShare, so diversity costs the
+  // fixed orders at most that share of the time.
   Result attemptPart(int p, i64 target, i64 nodes) {
-    for (int h = 0; h < CanonicalSearch::kHeuristics; ++h) {
+    const int fixed = CanonicalSearch::kFixedOrders, random = search_.numHeuristics() - fixed;
+    const int tries = fixed + (random > 0 ? kRandomPerRound : 0);
+    for (int i = 0; i < tries; ++i) {
       if (deadline_.passed()) return Result::kAborted;
-      Result r = search_.solve(p, target, h, nodes, deadline_);
+      const int h = i < fixed ? i : fixed + nextRandom_++ % random;
+      const i64 budget = i < fixed ? nodes : std::max<i64>(1, nodes / (kRandomShare * kRandomPerRound));
+      Result r = search_.solve(p, target, h, budget, deadline_);
       if (r == Result::kInfeasible) return r;
       if (r == Result::kFound) {
         std::vector<i64> candidate = off_;
@@ -1844,7 +1873,9 @@ class Tightener {
 
   i64 roundDown(i64 height) const { return height - height % grain_; }
 
+  static constexpr int kRandomPerRound = 4, kRandomShare = 2;
   CanonicalSearch& search_;
+  int nextRandom_ = 0;
   i64 grain_ = 0;
   std::vector<i64> off_;
   const std::vector<SearchBuffer>& buf_;
