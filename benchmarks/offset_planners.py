@@ -2,19 +2,21 @@
 
 Sets: generated MiniMalloc-like cases (scripts/offset_cases.py, capacity =
 lower bound), MiniMalloc's challenging A-F (capacity 1048576) and the
-idealloc real traces (no capacity of their own: 2^50). Every planner is built
+idealloc real traces (no capacity of their own: 2^50). Times are CPU seconds
+(the machine is shared, wall time says little). Every planner is built
 once with the contest's flags and run directly (no sandbox: this measures the
 planners, not the judge) with MEMORACE_CASE_DIR / MEMORACE_OUT_DIR; every plan
 is checked with the judge's verifier. Prints, per set, the fraction fitted and
-the time to the first fitting plan (strong_search logs each plan it writes on
-stderr: `plan peak=P t=T`; best_fit writes once, so its run time), and for
+the CPU time to the first fitting plan (strong_search logs each plan it writes on
+stderr: `plan peak=P t=T cpu=C`; best_fit writes once, so its run time), and for
 idealloc each planner's peak / lower bound. No assertions: figures only.
 
     python benchmarks/offset_planners.py [--count 300] [--subset N] [--time-limit 10]
         [--trace-time-limit 30] [--jobs 2] [--set generated|minimalloc|idealloc|all]
+        [--start S] [--planners best_fit.cpp strong_search.cpp]
 
-MiniMalloc's own solver is not run: its sources need Abseil, which cannot be
-fetched on this offline machine.
+MiniMalloc's own solver is not run: its sources are not on this machine (its
+Abseil dependency is: `apt-get install libabsl-dev`).
 """
 
 from __future__ import annotations
@@ -45,7 +47,7 @@ from scripts.offset_cases import write_cases  # noqa: E402
 
 DATA = Path(os.environ.get("MEMORACE_SHARED_DATA", ROOT.parent / "shared" / "data"))
 PLANNERS = ("best_fit.cpp", "strong_search.cpp")
-PLAN_LINE = re.compile(r"plan peak=(\d+) t=([0-9.]+)")
+PLAN_LINE = re.compile(r"plan peak=(\d+) t=([0-9.]+) cpu=([0-9.]+)")
 OFFSET = get_type("offset")
 
 
@@ -54,8 +56,8 @@ class Run:
     fits: bool  # a valid plan within the capacity
     peak: int
     lower_bound: int
-    first_fit_s: float | None  # when the first fitting plan was written
-    final_s: float  # when the final plan was written
+    first_fit_s: float | None  # CPU seconds when the first fitting plan was written
+    final_s: float  # CPU seconds when the final plan was written
     wall_s: float
 
 
@@ -75,19 +77,40 @@ def run_case(exe: Path, case_csv: Path, capacity: int, time_limit_s: float) -> R
         limits = {"time_limit_s": time_limit_s, "memory_limit_mb": 4096, "name": case_csv.stem}
         OFFSET.write_planner_input(case, case_dir, limits)
         env = {**os.environ, "MEMORACE_CASE_DIR": str(case_dir), "MEMORACE_OUT_DIR": str(out_dir)}
-        start = time.monotonic()
-        proc = subprocess.run(
-            [exe], env=env, capture_output=True, text=True, timeout=time_limit_s + 30, check=False
-        )
-        wall = time.monotonic() - start
+        stderr, cpu, wall = _run_timed(exe, env, Path(tmp, "stderr"), time_limit_s + 30)
         verification, _ = check_plan(OFFSET, case, lower_bound, out_dir / "plan.csv")
     fits = verification.verdict == Verdict.OK
-    first = wall if fits else None
-    logged = [(int(p), float(t)) for p, t in PLAN_LINE.findall(proc.stderr)]
+    first = cpu if fits else None
+    logged = [(int(p), float(t)) for p, _, t in PLAN_LINE.findall(stderr)]
     if fits and logged:
-        first = next((t for p, t in logged if p <= capacity), wall)
-    final = logged[-1][1] if logged else wall
+        first = next((t for p, t in logged if p <= capacity), cpu)
+    final = logged[-1][1] if logged else cpu
     return Run(fits, verification.peak, lower_bound, first, final, wall)
+
+
+def _run_timed(exe: Path, env: dict, log: Path, timeout_s: float) -> tuple[str, float, float]:
+    """Runs `exe`; returns its stderr, CPU seconds (user + system) and wall seconds.
+    os.wait4 gives this child's own usage, so parallel runs do not mix."""
+    start = time.monotonic()
+    with log.open("w") as err:
+        proc = subprocess.Popen([exe], env=env, stdout=subprocess.DEVNULL, stderr=err)
+        try:
+            _, _, usage = _wait4(proc.pid, timeout_s)
+        finally:
+            proc.returncode = 0  # reaped by wait4 (or killed): Popen must not wait again
+    return log.read_text(), usage.ru_utime + usage.ru_stime, time.monotonic() - start
+
+
+def _wait4(pid: int, timeout_s: float) -> tuple[int, int, os.struct_rusage]:
+    deadline = time.monotonic() + timeout_s
+    while True:
+        done = os.wait4(pid, os.WNOHANG)
+        if done[0] == pid:
+            return done
+        if time.monotonic() > deadline:
+            os.kill(pid, 9)
+            return os.wait4(pid, 0)
+        time.sleep(0.01)
 
 
 def run_set(
@@ -101,16 +124,17 @@ def run_set(
 
 
 def fit_table(title: str, cases: list[tuple[Path, int]], runs: dict[str, list[Run]]) -> Table:
-    table = Table(title=f"{title}: {len(cases)} cases")
-    for col in ("planner", "fitted", "first fit median s", "first fit max s", "fitted <= 10 s"):
+    table = Table(title=f"{title}: {len(cases)} cases (first fit in CPU seconds)")
+    for col in ("planner", "fitted", "first fit p50", "p90", "max", "first fit <= 10 s CPU"):
         table.add_column(col, justify="right")
     for name, rs in runs.items():
-        times = [r.first_fit_s for r in rs if r.first_fit_s is not None]
+        times = sorted(r.first_fit_s for r in rs if r.first_fit_s is not None)
         within = sum(1 for t in times if t <= 10)
         table.add_row(
             name,
             f"{len(times)}/{len(rs)} ({100 * len(times) / len(rs):.1f} %)",
             f"{statistics.median(times):.2f}" if times else "-",
+            f"{times[int(0.9 * (len(times) - 1))]:.2f}" if times else "-",
             f"{max(times):.2f}" if times else "-",
             f"{within}/{len(rs)}",
         )
@@ -134,7 +158,8 @@ def case_table(
             at = r.final_s if final else r.first_fit_s
             when = f" ({at:.2f})" if at is not None else " (no fit)"
             cells.append(f"{r.peak / r.lower_bound:.4f}{when}")
-        table.add_row(path.name.split(".")[0], str(runs[PLANNERS[0]][i].lower_bound), *cells)
+        lower_bound = next(iter(runs.values()))[i].lower_bound
+        table.add_row(path.name.split(".")[0], str(lower_bound), *cells)
     return table
 
 
@@ -142,6 +167,8 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--count", type=int, default=300, help="generated cases (seeds 0..)")
     parser.add_argument("--subset", type=int, default=0, help="run only the first N generated")
+    parser.add_argument("--start", type=int, default=0, help="first generated seed (chunks)")
+    parser.add_argument("--planners", nargs="+", default=list(PLANNERS), choices=PLANNERS)
     parser.add_argument("--time-limit", type=float, default=10.0)
     parser.add_argument(
         "--trace-time-limit", type=float, default=30.0, help="idealloc (the problems' limit)"
@@ -152,15 +179,16 @@ def main() -> None:
     chosen = args.set or "all"
     console = Console()
     with tempfile.TemporaryDirectory() as tmp:
-        exes = {p: build(ROOT / "reference_solutions" / p, Path(tmp)) for p in PLANNERS}
+        exes = {p: build(ROOT / "reference_solutions" / p, Path(tmp)) for p in args.planners}
         if chosen in ("generated", "all"):
             count = args.subset or args.count
-            paths = write_cases(Path(tmp, "gen"), count)
+            paths = write_cases(Path(tmp, "gen"), count, seed=args.start)
             cases = [(p, 1 << 20) for p in paths]
             runs = run_set(exes, cases, args.time_limit, args.jobs)
             console.print(fit_table("generated hard cases (capacity = lower bound)", cases, runs))
-            failed = [cases[i][0].name for i, r in enumerate(runs[PLANNERS[-1]]) if not r.fits]
-            console.print(f"strong_search did not fit: {failed or 'none'}")
+            for name, rs in runs.items():
+                failed = [cases[i][0].name.split(".")[0] for i, r in enumerate(rs) if not r.fits]
+                console.print(f"{name} did not fit: {failed or 'none'}")
         if chosen in ("minimalloc", "all"):
             paths = sorted((DATA / "minimalloc").glob("[A-F].*.csv"))
             cases = [(p, int(p.name.split(".")[1])) for p in paths]

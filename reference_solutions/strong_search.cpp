@@ -22,12 +22,16 @@
 //          in time); ties are ordered by a static preorder rank, so each
 //          settled solution is reached exactly once;
 //        - children are tried by (floor, preorder rank); four preorders are
-//          run round robin with placement budgets that double (restarts);
+//          run round robin with placement budgets that double (restarts),
+//          plus randomized preorders (new ones each round) that share a
+//          further half budget: search time per order is heavy-tailed;
 //        - a node fails at once when an unplaced buffer's floor + size
 //          exceeds T (floors only rise);
-//        - section inference: in every time section (maximal set of buffers
-//          live together) the unplaced buffers stack above both the section
-//          floor and the current offset, so floor + unplaced size <= T;
+//        - section inference: in every time section (elementary interval
+//          between consecutive start / end times) the unplaced buffers stack
+//          above both the section floor and the current offset, so
+//          floor + unplaced size <= T;
+//        - symmetry: identical buffers are placed in index order;
 //        - dominance: a buffer may not be placed at or above the lowest
 //          possible top (floor + size) of another unplaced buffer, since that
 //          buffer would then fit entirely in the gap below;
@@ -53,6 +57,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <fstream>
 #include <functional>
 #include <limits>
@@ -64,6 +69,7 @@
 #include <sstream>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -78,6 +84,13 @@ constexpr i64 kInf = std::numeric_limits<i64>::max() / 4;
 
 using SteadyClock = std::chrono::steady_clock;
 const SteadyClock::time_point kProgramStart = SteadyClock::now();
+
+// CPU seconds of the whole process (what a loaded machine does not inflate).
+double cpuSeconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
 
 double elapsedSeconds() {
   return std::chrono::duration<double>(SteadyClock::now() - kProgramStart)
@@ -245,7 +258,8 @@ void writePlan(const std::string& path, const std::vector<Buffer>& buffers,
   if (std::fclose(f) != 0 || std::rename(part.c_str(), path.c_str()) != 0) return;
   i64 peak = 0;
   for (size_t i = 0; i < buffers.size(); ++i) peak = std::max(peak, offsets[i] + buffers[i].size);
-  std::fprintf(stderr, "strong_search: plan peak=%lld t=%.3f\n", peak, elapsedSeconds());
+  std::fprintf(stderr, "strong_search: plan peak=%lld t=%.3f cpu=%.3f\n", peak, elapsedSeconds(),
+               cpuSeconds());
 }
 
 // Progress lines on stderr when STRONG_SEARCH_VERBOSE is set.
@@ -1207,7 +1221,10 @@ struct SearchBuffer {
 class CanonicalSearch {
  public:
   enum class Result { kFound, kInfeasible, kAborted };
-  static constexpr int kHeuristics = 4;
+  static constexpr int kFixedOrders = 4;
+  static constexpr int kRandomOrders = 64;
+  static constexpr double kNoise = 0.1;
+  int numHeuristics() const { return (int)ranks_.size(); }
   // Work bound below which exact section floors are maintained.
   static constexpr i64 kMaxExactFloorWork = 200'000'000;
   // Bounds the candidate stack (children of every node on the current path);
@@ -1249,6 +1266,7 @@ class CanonicalSearch {
             exactFloors_ ? "on" : "off", exactWork);
     buildPartitions();
     buildPreorders();
+    buildTwins();
     return true;
   }
 
@@ -1273,36 +1291,43 @@ class CanonicalSearch {
  private:
   // --- construction -------------------------------------------------------
 
-  // Sweeps the lifespans.  A section is recorded at an end event whenever some
-  // buffer started since the last section: it is the set of live buffers,
-  // i.e. a maximal set of buffers that are live together.  Each buffer b
-  // belongs to the contiguous sections [secLo_[b], secHi_[b]), and two
-  // buffers overlap in time iff their section ranges intersect.
+  // Sections are the elementary time intervals between consecutive distinct
+  // start / end times with something live (MiniMalloc records one at every
+  // distinct end time; this is a superset).  Each buffer b belongs to the
+  // contiguous sections [secLo_[b], secHi_[b]), and two buffers overlap in
+  // time iff their section ranges intersect.  Keeping the non-maximal
+  // intervals matters: their members are a subset of a maximal clique's, so
+  // their lowest unplaced floor can be higher, and section inference
+  // (floor + unplaced size <= T) is checked on each of them.
   void buildSections() {
-    std::vector<std::pair<i64, int>> events;  // (time, 2b for end / 2b+1 start)
-    events.reserve(2 * n_);
+    std::vector<i64> times;
+    times.reserve(2 * n_);
     for (int b = 0; b < n_; ++b) {
-      events.push_back({buf_[b].lower, 2 * b + 1});
-      events.push_back({buf_[b].upper, 2 * b});
+      times.push_back(buf_[b].lower);
+      times.push_back(buf_[b].upper);
     }
-    std::sort(events.begin(), events.end(), [](const auto& x, const auto& y) {
-      if (x.first != y.first) return x.first < y.first;
-      return (x.second & 1) < (y.second & 1);  // ends before starts
-    });
+    std::sort(times.begin(), times.end());
+    times.erase(std::unique(times.begin(), times.end()), times.end());
+    const int k = (int)times.size();
+    std::vector<int> delta(k, 0);  // live count change at each time
+    auto at = [&](i64 t) { return int(std::lower_bound(times.begin(), times.end(), t) - times.begin()); };
+    for (int b = 0; b < n_; ++b) {
+      ++delta[at(buf_[b].lower)];
+      --delta[at(buf_[b].upper)];
+    }
+    std::vector<int> firstSection(k + 1, 0);  // sections starting before time i
+    int live = 0, sections = 0;
+    for (int i = 0; i < k; ++i) {
+      firstSection[i] = sections;
+      live += delta[i];
+      if (live > 0 && i + 1 < k) ++sections;  // [times[i], times[i+1]) is live
+    }
+    firstSection[k] = sections;
     secLo_.assign(n_, 0);
     secHi_.assign(n_, 0);
-    int sections = 0;
-    bool startedSinceSection = false;
-    for (const auto& [time, code] : events) {
-      const int b = code / 2;
-      if (code & 1) {
-        secLo_[b] = sections;
-        startedSinceSection = true;
-      } else {
-        if (startedSinceSection) ++sections;
-        startedSinceSection = false;
-        secHi_[b] = sections;
-      }
+    for (int b = 0; b < n_; ++b) {
+      secLo_[b] = firstSection[at(buf_[b].lower)];
+      secHi_[b] = firstSection[at(buf_[b].upper)];
     }
     numSections_ = sections;
   }
@@ -1400,33 +1425,72 @@ class CanonicalSearch {
   // width and area, each descending) in three priority orders, plus a sweep
   // order (S: earlier start first, then Z: larger size, then width), which
   // settles floor ties the way an allocator replaying the timeline would.
+  // Then kRandomOrders randomized variants (the same key orders with the key
+  // values scaled by up to +-kNoise and ties broken at random): the search
+  // time of one preorder is heavy-tailed, so several orders at a small node
+  // budget beat one order at a large one.
   void buildPreorders() {
-    std::vector<i64> total(n_, 0), width(n_);
-    std::vector<double> area(n_);
+    std::vector<double> total(n_, 0), width(n_), area(n_), start(n_), size(n_);
     for (int b = 0; b < n_; ++b) {
-      for (int s = secLo_[b]; s < secHi_[b]; ++s) total[b] = std::max(total[b], secTotal_[s]);
-      width[b] = buf_[b].upper - buf_[b].lower;
-      area[b] = (double)width[b] * (double)buf_[b].size;
+      for (int s = secLo_[b]; s < secHi_[b]; ++s)
+        total[b] = std::max(total[b], (double)secTotal_[s]);
+      width[b] = (double)(buf_[b].upper - buf_[b].lower);
+      area[b] = width[b] * (double)buf_[b].size;
+      start[b] = -(double)buf_[b].lower;  // earlier first
+      size[b] = (double)buf_[b].size;
     }
-    auto byKeys = [&](const char* keys) {
+    const char* keys[] = {"WAT", "TAW", "TWA", "SZW"};
+    std::mt19937_64 rng(0x9e3779b9);
+    ranks_.clear();
+    for (int h = 0; h < kFixedOrders + kRandomOrders; ++h) {
+      const bool random = h >= kFixedOrders;
+      std::uniform_real_distribution<double> noise(1 - kNoise, 1 + kNoise);
+      auto jitter = [&](const std::vector<double>& v) {
+        std::vector<double> out = v;
+        if (random)
+          for (double& x : out) x *= noise(rng);
+        return out;
+      };
+      const std::vector<double> t = jitter(total), w = jitter(width), a = jitter(area),
+                                st = jitter(start), z = jitter(size);
       std::vector<int> order(n_);
       std::iota(order.begin(), order.end(), 0);
-      std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
-        for (const char* k = keys; *k; ++k) {
-          if (*k == 'T' && total[a] != total[b]) return total[a] > total[b];
-          if (*k == 'W' && width[a] != width[b]) return width[a] > width[b];
-          if (*k == 'A' && area[a] != area[b]) return area[a] > area[b];
-          if (*k == 'S' && buf_[a].lower != buf_[b].lower) return buf_[a].lower < buf_[b].lower;
-          if (*k == 'Z' && buf_[a].size != buf_[b].size) return buf_[a].size > buf_[b].size;
+      if (random) std::shuffle(order.begin(), order.end(), rng);
+      const char* k = keys[h % kFixedOrders];
+      std::stable_sort(order.begin(), order.end(), [&](int x, int y) {
+        for (const char* c = k; *c; ++c) {
+          const std::vector<double>& v = *c == 'T' ? t : *c == 'W' ? w : *c == 'A' ? a : *c == 'S' ? st : z;
+          if (v[x] != v[y]) return v[x] > v[y];
         }
         return false;
       });
       std::vector<int> rank(n_);
       for (int r = 0; r < n_; ++r) rank[order[r]] = r;
-      return rank;
+      ranks_.push_back(std::move(rank));
+    }
+  }
+
+  // Symmetry: identical buffers (same lifespan, size and alignment) are
+  // interchangeable, so only solutions where they are placed in index order
+  // (lower index, lower offset) are searched.  prevTwin_[b] is the identical
+  // buffer just before b, or -1.
+  void buildTwins() {
+    std::vector<int> order(n_);
+    std::iota(order.begin(), order.end(), 0);
+    auto key = [&](int b) {
+      return std::make_tuple(buf_[b].lower, buf_[b].upper, buf_[b].size, buf_[b].align);
     };
-    const char* keys[kHeuristics] = {"WAT", "TAW", "TWA", "SZW"};
-    for (int h = 0; h < kHeuristics; ++h) ranks_[h] = byKeys(keys[h]);
+    std::sort(order.begin(), order.end(), [&](int a, int b) {
+      return key(a) != key(b) ? key(a) < key(b) : a < b;
+    });
+    prevTwin_.assign(n_, -1);
+    int twins = 0;
+    for (int k = 1; k < n_; ++k)
+      if (key(order[k]) == key(order[k - 1])) {
+        prevTwin_[order[k]] = order[k - 1];
+        ++twins;
+      }
+    logLine("search: %d buffers have an identical twin before them", twins);
   }
 
   // Splits `part` at the boundaries after sections `zeros` (sorted) into
@@ -1579,6 +1643,7 @@ class CanonicalSearch {
       const i64 f = floor_[b];
       if (f >= minTop || f + buf_[b].size > target_) continue;
       if (f < lastOff || (f == lastOff && rank[b] < lastRank)) continue;
+      if (prevTwin_[b] >= 0 && off_[prevTwin_[b]] < 0) continue;  // twins in order
       children_.push_back(b);
     }
     auto first = children_.begin() + base;
@@ -1665,7 +1730,8 @@ class CanonicalSearch {
   std::vector<int> secMembers_;
   std::vector<int> cut_;
   std::vector<Part> parts_;            // independent top-level parts
-  std::vector<int> ranks_[kHeuristics];
+  std::vector<std::vector<int>> ranks_;
+  std::vector<int> prevTwin_;
 
   // search state
   i64 target_ = 0;
@@ -1772,10 +1838,18 @@ class Tightener {
     return result;
   }
 
+  // The fixed preorders get `nodes` each (MiniMalloc's round robin); then
+  // kRandomPerRound randomized preorders, new ones every call while they
+  // last, share another `nodes` / kRandomShare, so diversity costs the
+  // fixed orders at most that share of the time.
   Result attemptPart(int p, i64 target, i64 nodes) {
-    for (int h = 0; h < CanonicalSearch::kHeuristics; ++h) {
+    const int fixed = CanonicalSearch::kFixedOrders, random = search_.numHeuristics() - fixed;
+    const int tries = fixed + (random > 0 ? kRandomPerRound : 0);
+    for (int i = 0; i < tries; ++i) {
       if (deadline_.passed()) return Result::kAborted;
-      Result r = search_.solve(p, target, h, nodes, deadline_);
+      const int h = i < fixed ? i : fixed + nextRandom_++ % random;
+      const i64 budget = i < fixed ? nodes : std::max<i64>(1, nodes / (kRandomShare * kRandomPerRound));
+      Result r = search_.solve(p, target, h, budget, deadline_);
       if (r == Result::kInfeasible) return r;
       if (r == Result::kFound) {
         std::vector<i64> candidate = off_;
@@ -1799,7 +1873,9 @@ class Tightener {
 
   i64 roundDown(i64 height) const { return height - height % grain_; }
 
+  static constexpr int kRandomPerRound = 4, kRandomShare = 2;
   CanonicalSearch& search_;
+  int nextRandom_ = 0;
   i64 grain_ = 0;
   std::vector<i64> off_;
   const std::vector<SearchBuffer>& buf_;

@@ -10,15 +10,25 @@ from hypothesis import strategies as st
 
 from judge.types import get_type
 from judge.verdict import Verdict
-from scripts.offset_cases import MAX_BUFFERS, MIN_BUFFERS, generate, write_cases
+from scripts.offset_cases import (
+    FAMILY,
+    HARDER,
+    MAX_BUFFERS,
+    MIN_BUFFERS,
+    family_stats,
+    generate,
+    in_family,
+    write_cases,
+)
+from tests.conftest import shared_data
 
 OFFSET = get_type("offset")
 
 
 @settings(max_examples=40, deadline=None)
-@given(st.integers(min_value=0, max_value=2**32))
-def test_every_case_is_valid_and_its_planted_plan_fits_at_the_lower_bound(seed):
-    case = generate(seed)
+@given(st.integers(min_value=0, max_value=2**32), st.sampled_from([FAMILY, HARDER]))
+def test_every_case_is_valid_and_its_planted_plan_fits_at_the_lower_bound(seed, family):
+    case = generate(seed, family=family)
     with tempfile.TemporaryDirectory() as tmp:
         path, plan = Path(tmp, "case.csv"), Path(tmp, "plan.csv")
         path.write_text(case.csv())
@@ -29,6 +39,14 @@ def test_every_case_is_valid_and_its_planted_plan_fits_at_the_lower_bound(seed):
     assert MIN_BUFFERS <= len(parsed) <= MAX_BUFFERS
     assert OFFSET.lower_bound(parsed) == case.capacity
     assert verification.verdict == Verdict.OK and verification.peak == case.capacity
+    assert in_family(family_stats(case.rows, case.capacity), family)
+
+
+def test_the_family_bounds_hold_on_minimalloc_a_to_f():
+    """FAMILY's bounds were measured on A-F: each of them meets them."""
+    for path in sorted(shared_data("minimalloc").glob("[A-F].*.csv")):
+        rows = [tuple(map(int, line.split(",")[1:4])) for line in path.read_text().split()[1:]]
+        assert in_family(family_stats(rows, 1 << 20), FAMILY), path.name
 
 
 def test_the_same_seed_gives_the_same_case():
