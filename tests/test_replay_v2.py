@@ -92,7 +92,7 @@ def test_mutation_corpus_agrees_and_covers_every_new_kind():
     strategy = valid_pairs()
     examples: list[tuple[dict[str, Any], dict[str, Any]]] = []
 
-    @settings(max_examples=600, deadline=None, database=None,
+    @settings(max_examples=900, deadline=None, database=None, derandomize=True,
               suppress_health_check=list(HealthCheck))  # fmt: skip
     @given(strategy)
     def collect(pair):

@@ -58,7 +58,50 @@ def exact_lower_bound(case: Any) -> Fraction:
         out.append((ready, case.d2h_latency + Fraction(size[t], case.d2h)))
     if out:
         bounds.append(min(r for r, _ in out) + sum(d for _, d in out))
+    refetch = _refetch_bound(case, prefix)
+    if refetch is not None:
+        bounds.append(refetch)
     return max(bounds)
+
+
+def _refetch_bound(case: Any, prefix: list[int]) -> Fraction | None:
+    """The capacity term (README, "Lower bound"): cut the steps into windows, each closed
+    just before a step that uses a tensor the window already used. In a window [a, b],
+    every tensor it uses that the device can neither produce nor recompute there is
+    either held just after step a-1 (in at least its smallest form, so in all at most
+    the capacity) or comes in over h2d by a copy issued after step a-1: at least
+    sum(smallest forms) - capacity bytes, in copies that start after steps 0..a-1 ran."""
+    n = len(case.size)
+    size = case.size.tolist()
+    csize = case.csize.tolist() if case.csize is not None else [0] * n
+    least = [c if c > 0 else s for s, c in zip(size, csize, strict=True)]
+    start = case.start_tier().tolist()
+    cost = case.recompute_cost.tolist() if case.recompute_cost is not None else [-1] * n
+    counts = np.diff(case.use_start)
+    owner = np.repeat(np.arange(n), counts)
+    order = np.argsort(case.uses, kind="stable")
+    steps_of, owners = case.uses[order].tolist(), owner[order].tolist()
+    first = case.uses[case.use_start[:-1]].tolist()
+    total, first_cut, seen, a, prev = 0, None, set(), 0, -1
+
+    def close(a: int) -> None:
+        nonlocal total, first_cut
+        fetched = (t for t in seen if start[t] != DEVICE or (first[t] < a and cost[t] < 0))
+        need = sum(least[t] for t in fetched) - case.capacity
+        if need > 0:
+            total += need
+            first_cut = a if first_cut is None else first_cut
+
+    for x, t in zip(steps_of, owners, strict=True):
+        if t in seen and x != prev:
+            close(a)
+            seen, a = set(), x
+        seen.add(t)
+        prev = x
+    close(a)
+    if first_cut is None:
+        return None
+    return prefix[first_cut] + Fraction(total, case.h2d)
 
 
 def _last_true(mask: np.ndarray, starts: np.ndarray) -> list[int]:
