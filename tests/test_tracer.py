@@ -83,6 +83,23 @@ def test_serving_window_keeps_a_kv_cache(steps, layout: str):
 
 
 @needs_torch
+def test_serving_window_opens_warm_and_keeps_its_kv_budget(steps):
+    """Warm requests' caches exist from time 0; fused GQA attention is one op with
+    FLOPs; one forward pass per engine step, whatever the batch."""
+    w = steps.ServeWindow("llama-tiny", "reserved", 5, 2, 8, 2.0, 16, 4, 64, warm=6, kv_budget=64)
+    rec = steps.record_serve(w)
+    check_lifetimes(rec)
+    kv = [s for s in rec.storages if s.category == "kv_cache"]
+    assert any(s.op == -1 for s in kv) and all(s.lower == 0 for s in kv if s.op == -1)
+    flash = [f for name, f, _ in rec.ops if name.startswith("_scaled_dot_product_flash")]
+    assert flash and all(f > 0 for f in flash)
+    assert sum(name == "embedding" for name, _, _ in rec.ops) <= w.steps
+    per_token = 2 * 2 * 2 * 16 * 2  # k and v, 2 layers, 2 KV heads of 16, bf16
+    for t in {s.lower for s in kv}:
+        assert sum(s.size for s in kv if s.lower <= t < s.upper) <= w.kv_budget * per_token
+
+
+@needs_torch
 def test_vision_step(steps):
     cats = check_lifetimes(steps.record_vision(steps.VisionStep("vit-tiny", 2)))
     assert cats["gradient"] == cats["parameter"] > 0
@@ -110,11 +127,12 @@ def test_cli_writes_a_reproducible_trace_and_a_case(tmp_path):
     assert len(case) == len(doc["tensors"]["size"])
 
 
-def test_gpt2_train_regenerates_from_its_traces_without_torch(tmp_path):
+@pytest.mark.parametrize("slug", ["gpt2-train", "llama-infer"])
+def test_package_regenerates_from_its_traces_without_torch(tmp_path, slug: str):
     """The committed traces make the shipped package byte for byte, with `import torch`
     made to fail (the generator uses the standard library only)."""
     shutil.copytree(ROOT / "problems" / "_lib", tmp_path / "_lib")
-    shutil.copytree(ROOT / "problems" / "gpt2-train" / "generator", tmp_path / "pkg" / "generator")
+    shutil.copytree(ROOT / "problems" / slug / "generator", tmp_path / "pkg" / "generator")
     script = tmp_path / "pkg" / "generator" / "generate.py"
     code = (
         "import runpy, sys\n"
@@ -124,10 +142,10 @@ def test_gpt2_train_regenerates_from_its_traces_without_torch(tmp_path):
     )
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert run.returncode == 0, run.stderr
-    shipped = ROOT / "problems" / "gpt2-train"
+    shipped = ROOT / "problems" / slug
     made = tmp_path / "pkg"
     # the slug line names the folder; the rest is the same bytes
-    toml = (made / "problem.toml").read_text().replace('slug = "pkg"', 'slug = "gpt2-train"')
+    toml = (made / "problem.toml").read_text().replace('slug = "pkg"', f'slug = "{slug}"')
     assert toml == (shipped / "problem.toml").read_text()
     for path in sorted((shipped / "data").glob("*/*.csv")):
         assert (made / path.relative_to(shipped)).read_bytes() == path.read_bytes(), path.name

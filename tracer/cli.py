@@ -50,6 +50,8 @@ def serve(
     arrivals: float = 1.0,
     prompt_mean: int = 512,
     output_mean: int = 64,
+    warm: Annotated[int, typer.Option(help="requests running when the window opens")] = 0,
+    kv_budget: Annotated[int, typer.Option(help="KV tokens admitted at once (0: any)")] = 0,
     case: Case = None,
 ) -> None:
     """Engine steps of a Llama server with continuous batching and a KV cache."""
@@ -58,7 +60,18 @@ def serve(
 
     if layout not in ("growing", "reserved"):
         raise typer.BadParameter("growing or reserved", param_hint="--layout")
-    w = ServeWindow(model, layout, steps, seed, max_seqs, arrivals, prompt_mean, output_mean)
+    w = ServeWindow(
+        model,
+        layout,
+        steps,
+        seed,
+        max_seqs,
+        arrivals,
+        prompt_mean,
+        output_mean,
+        warm=warm,
+        kv_budget=kv_budget,
+    )
     _save(w, LLAMA, record_serve, out, case)
 
 

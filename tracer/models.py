@@ -5,6 +5,7 @@ cache, and a small ViT."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import accumulate
 
 import torch
 import torch.nn.functional as F
@@ -101,12 +102,19 @@ class RMSNorm(nn.Module):
         return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-5) * self.weight
 
 
-def rope(x: torch.Tensor, start: int) -> torch.Tensor:
-    """Rotary position embedding for positions start.. of x (b, heads, s, hd)."""
+def rotary(positions: torch.Tensor, head_dim: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """cos and sin of the rotary embedding at every token's position (tokens, 1, hd/2),
+    made once per engine step and shared by the layers."""
+    half = head_dim // 2
+    freqs = 1.0 / (10000 ** (torch.arange(half, device=positions.device) / half))
+    angles = (positions[:, None] * freqs)[:, None, :]
+    return angles.cos(), angles.sin()
+
+
+def rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    """Rotary position embedding of x (tokens, heads, hd)."""
     half = x.shape[-1] // 2
-    freqs = 1.0 / (10000 ** (torch.arange(half, device=x.device) / half))
-    angles = torch.arange(start, start + x.shape[2], device=x.device)[:, None] * freqs
-    cos, sin = angles.cos().to(x.dtype), angles.sin().to(x.dtype)
+    cos, sin = cos.to(x.dtype), sin.to(x.dtype)
     x1, x2 = x[..., :half], x[..., half:]
     return torch.cat((x1 * cos - x2 * sin, x1 * sin + x2 * cos), dim=-1)
 
@@ -122,26 +130,41 @@ class KVCache:
         self.v: list[torch.Tensor | None] = []
 
     def update(self, layer: int, k: torch.Tensor, v: torch.Tensor):
+        """Append k, v (kv_heads, tokens, hd); returns the whole context's."""
         while len(self.k) <= layer:
             self.k.append(None)
             self.v.append(None)
-        s = k.shape[2]
+        s = k.shape[1]
         if self.layout == "growing":
             old_k, old_v = self.k[layer], self.v[layer]
-            self.k[layer] = k if old_k is None else torch.cat((old_k, k), dim=2)
-            self.v[layer] = v if old_v is None else torch.cat((old_v, v), dim=2)
+            self.k[layer] = k.contiguous() if old_k is None else torch.cat((old_k, k), dim=1)
+            self.v[layer] = v.contiguous() if old_v is None else torch.cat((old_v, v), dim=1)
             return self.k[layer], self.v[layer]
         if self.k[layer] is None:
-            shape = (*k.shape[:2], self.reserve, k.shape[3])
+            shape = (k.shape[0], self.reserve, k.shape[2])
             self.k[layer] = k.new_empty(shape)
             self.v[layer] = v.new_empty(shape)
         end = self.length + s
-        self.k[layer][:, :, self.length : end] = k
-        self.v[layer][:, :, self.length : end] = v
-        return self.k[layer][:, :, :end], self.v[layer][:, :, :end]
+        self.k[layer][:, self.length : end] = k
+        self.v[layer][:, self.length : end] = v
+        return self.k[layer][:, :end], self.v[layer][:, :end]
 
     def tensors(self) -> list[torch.Tensor]:
         return [t for t in (*self.k, *self.v) if t is not None]
+
+
+def flash_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool):
+    """Fused attention as a serving engine runs it, on (heads, tokens, hd): one kernel
+    that neither keeps the S x S scores nor copies the KV heads for GQA (k, v keep
+    their fewer heads). F.scaled_dot_product_attention on meta tensors takes the math
+    path, which does both."""
+    out = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu
+    return out(q[None], k[None], v[None], 0.0, causal)[0][0]
+
+
+# One engine step's batch: each running request's cache and how many of its tokens
+# the step runs (its whole prompt when admitted, then one per decoding step).
+Batch = list[tuple[KVCache, int]]
 
 
 class LlamaBlock(nn.Module):
@@ -156,16 +179,22 @@ class LlamaBlock(nn.Module):
         self.gate_up = nn.Linear(c.d_model, 2 * c.ffn, bias=False)
         self.down = nn.Linear(c.ffn, c.d_model, bias=False)
 
-    def forward(self, x: torch.Tensor, cache: KVCache) -> torch.Tensor:
-        b, s, d = x.shape
+    def forward(self, x: torch.Tensor, rot: tuple, batch: Batch) -> torch.Tensor:
+        """x: (tokens, d), every request's tokens one after the other, as in vLLM:
+        the linear layers run on the whole batch, attention request by request."""
+        s, d = x.shape
         hd = d // self.heads
         h = self.norm1(x)
-        q = self.q(h).view(b, s, self.heads, hd).transpose(1, 2)
-        k, v = self.kv(h).view(b, s, 2, self.kv_heads, hd).permute(2, 0, 3, 1, 4)
-        q, k = rope(q, cache.length), rope(k, cache.length)
-        k, v = cache.update(self.index, k, v)
-        a = F.scaled_dot_product_attention(q, k, v, is_causal=s > 1, enable_gqa=True)
-        x = x + self.o(a.transpose(1, 2).reshape(b, s, d))
+        q = rope(self.q(h).view(s, self.heads, hd), *rot).transpose(0, 1)
+        k, v = self.kv(h).view(s, 2, self.kv_heads, hd).unbind(1)
+        k, v = rope(k, *rot).transpose(0, 1), v.transpose(0, 1)
+        outs, start = [], 0
+        for cache, n in batch:
+            ks, vs = cache.update(self.index, k[:, start : start + n], v[:, start : start + n])
+            outs.append(flash_attention(q[:, start : start + n], ks, vs, causal=n > 1))
+            start += n
+        a = torch.cat(outs, dim=1).transpose(0, 1).reshape(s, d)
+        x = x + self.o(a)
         gate, up = self.gate_up(self.norm2(x)).chunk(2, dim=-1)
         return x + self.down(F.silu(gate) * up)
 
@@ -173,19 +202,26 @@ class LlamaBlock(nn.Module):
 class Llama(nn.Module):
     def __init__(self, c: LlamaConfig):
         super().__init__()
+        self.head_dim = c.d_model // c.heads
         self.embed = nn.Embedding(c.vocab, c.d_model)
         self.blocks = nn.ModuleList(LlamaBlock(c, i) for i in range(c.layers))
         self.norm = RMSNorm(c.d_model)
         self.head = nn.Linear(c.d_model, c.vocab, bias=False)
 
     @torch.no_grad()
-    def forward(self, tokens: torch.Tensor, cache: KVCache) -> torch.Tensor:
-        """Logits of the last position; the cache grows by the tokens given."""
+    def forward(self, tokens: torch.Tensor, batch: Batch) -> torch.Tensor:
+        """One engine step over `tokens` (the batch's, concatenated): the logits of
+        each request's last token; every cache grows by its tokens."""
+        dev = tokens.device
+        positions = torch.cat([torch.arange(c.length, c.length + n, device=dev) for c, n in batch])
+        rot = rotary(positions, self.head_dim)
         x = self.embed(tokens)
         for block in self.blocks:
-            x = block(x, cache)
-        cache.length += tokens.shape[1]
-        return self.head(self.norm(x[:, -1:]))
+            x = block(x, rot, batch)
+        for cache, n in batch:
+            cache.length += n
+        ends = torch.tensor(list(accumulate(n for _, n in batch)), device=dev) - 1
+        return self.head(self.norm(x[ends]))
 
 
 @dataclass(frozen=True)

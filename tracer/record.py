@@ -145,5 +145,20 @@ def _is_tensor(x: Any) -> bool:
 
 
 def _flops(func: Any, args: Any, kwargs: dict[str, Any], out: Any) -> int:
+    if func.overloadpacket is _CPU_FLASH:  # not in PyTorch's registry
+        return _attention_flops(*args[:3])
     formula = flop_registry.get(func.overloadpacket)
     return int(formula(*args, **kwargs, out_val=out)) if formula else 0
+
+
+_CPU_FLASH = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu
+
+
+def _attention_flops(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> int:
+    """Q K^T and P V for every query head (GQA: k and v may have fewer heads); the
+    causal half is counted in full, as PyTorch's own sdpa formula does."""
+    *batch, lq, d = q.shape
+    heads = 1
+    for n in batch:
+        heads *= n
+    return 2 * heads * lq * k.shape[-2] * (d + v.shape[-1])

@@ -105,41 +105,72 @@ class ServeWindow:
     prompt_mean: int = 512
     output_mean: int = 64
     max_context: int = 4096
+    warm: int = 0  # requests already running when the window opens
+    kv_budget: int = 0  # tokens of KV cache (prompt + longest output) admitted at once; 0: any
 
 
 def record_serve(window: ServeWindow) -> Recording:
-    """Engine steps of a server: each step admits arriving requests (a prefill each)
-    and decodes one token for every running request; a request's KV cache is freed
-    when it has its last token."""
+    """Engine steps of a server with continuous batching: each step admits arriving
+    requests and runs one forward pass over the whole prompts of the new ones and one
+    token of every other running request; a request's KV cache is freed when it has
+    its last token. `warm` requests are running when the window opens: their prefill
+    is not recorded, their caches count from time 0."""
     with torch.device("meta"):
         model = Llama(LLAMA[window.model]).to(torch.bfloat16)
     rng = random.Random(window.seed)
+    waiting = deque(_request(window, rng) for _ in range(window.warm))
+    running: list[_Request] = []
+    _admit(window, waiting, running)
+    if running:
+        _step(model, running, Recorder())
     rec = Recorder()
-    running: list[list] = []  # [cache, next token, tokens left]
     with rec:
         rec.mark(list(model.parameters()), "parameter")
+        rec.mark([r.cache.tensors() for r in running], "kv_cache")
         for _ in range(window.steps):
-            for _ in range(_poisson(rng, window.arrivals)):
-                if len(running) < window.max_seqs:
-                    running.append(_admit(model, window, rng, rec))
-            for req in running:
-                cache, token, _ = req
-                req[1] = model(token, cache).argmax(-1)
-                req[2] -= 1
-                rec.mark(cache.tensors(), "kv_cache")
-            running = [r for r in running if r[2] > 0]
+            waiting.extend(_request(window, rng) for _ in range(_poisson(rng, window.arrivals)))
+            _admit(window, waiting, running)
+            if running:
+                _step(model, running, rec)
+            running = [r for r in running if r.left > 0]
     return rec.rec
 
 
-def _admit(model: Llama, w: ServeWindow, rng: random.Random, rec: Recorder) -> list:
+@dataclass
+class _Request:
+    cache: KVCache
+    prompt: int
+    left: int  # tokens still to generate
+
+
+def _request(w: ServeWindow, rng: random.Random) -> _Request:
     prompt = max(1, min(w.max_context // 2, int(rng.expovariate(1 / w.prompt_mean))))
     output = max(1, min(w.max_context - prompt, int(rng.expovariate(1 / w.output_mean))))
-    cache = KVCache(w.layout, reserve=prompt + output)
-    tokens = torch.zeros((1, prompt), dtype=torch.long, device="meta")
+    return _Request(KVCache(w.layout, reserve=prompt + output), prompt, output)
+
+
+def _admit(w: ServeWindow, waiting: deque, running: list[_Request]) -> None:
+    """First come, first served while the batch has a seat and, with a KV budget, the
+    cache can hold every admitted request's prompt and longest output (as vLLM's
+    scheduler does, so that no request is ever preempted)."""
+    held = sum(r.cache.reserve for r in running)
+    while waiting and len(running) < w.max_seqs:
+        if w.kv_budget and running and held + waiting[0].cache.reserve > w.kv_budget:
+            return
+        held += waiting[0].cache.reserve
+        running.append(waiting.popleft())
+
+
+def _step(model: Llama, running: list[_Request], rec: Recorder) -> None:
+    """One forward pass: a new request's whole prompt (its prefill), one token of
+    every other; each request leaves with one more token."""
+    batch = [(r.cache, r.prompt if r.cache.length == 0 else 1) for r in running]
+    tokens = torch.zeros((sum(n for _, n in batch),), dtype=torch.long, device="meta")
     rec.mark(tokens, "input")
-    token = model(tokens, cache).argmax(-1)
-    rec.mark(cache.tensors(), "kv_cache")
-    return [cache, token, output]
+    model(tokens, batch).argmax(-1)
+    for r in running:
+        r.left -= 1
+        rec.mark(r.cache.tensors(), "kv_cache")
 
 
 def _poisson(rng: random.Random, mean: float) -> int:
