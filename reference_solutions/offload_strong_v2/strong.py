@@ -1,0 +1,244 @@
+#!/usr/bin/env python3
+"""Strong offload planner for v2 cases; Python 3.11 and numpy (an archive: see pack.py).
+
+v1 cases (no v2 field) go to the C++ planner `offload_strong.cpp` (built as
+./strong_v1 by memorace.toml). On v2 cases, anytime, every better plan written at once:
+1. greedy's plan (offload_greedy.py), so the result is never below greedy;
+2. seeds: greedy's choice of what to park at lower memory targets, each with several
+   ways out (compress whenever it saves link time, never, greedy's rule; recompute
+   whenever the sources are held, or only when cheaper than the copy);
+3. local search on the best plan, led by the judge's own timing (a bundled copy of
+   judge.types.offload computes the exact makespan): for the step that waits longest,
+   fetch the late residency earlier (re-placed by first fit), raise its copy priority,
+   or raise the priority of the copy-out whose bytes it waits for; random moves of
+   the same kinds when the led ones are spent.
+The search stops at 75 % of time_limit_s (at most time_limit_s - 4 s).
+"""
+
+import json
+import os
+import random
+import sys
+import time
+from fractions import Fraction
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+V2_KEYS = {"h2d_latency", "d2h_latency", "host_capacity", "nvme"}
+SEED_KNOBS = ((2, False), (0, False), (None, False), (2, True), (0, True))
+
+
+def is_v2(case):
+    return bool(V2_KEYS & set(case)) or any(
+        set(t) - {"id", "size", "alignment", "uses"} for t in case["tensors"]
+    )
+
+
+def importable():
+    """The greedy module and the judge's offload model: beside this file in the archive,
+    one and two folders up in the repository."""
+    for where in (HERE, HERE.parent, HERE.parent.parent):
+        if str(where) not in sys.path:
+            sys.path.append(str(where))
+
+
+class Judge:
+    """The exact makespan (µs, a Fraction) of a plan dict, or None when it breaks a rule."""
+
+    def __init__(self, case):
+        from judge.types.offload.case import parse_case
+
+        body = {k: v for k, v in case.items() if k not in ("type", "time_limit_s",
+                                                          "memory_limit_mb", "name")}  # fmt: skip
+        self.case = parse_case(body, "case.json", int(case["capacity"]))
+
+    def timing(self, raw):
+        from judge.errors import InputError
+        from judge.types.offload.plan import parse_plan
+        from judge.types.offload.rules import check, coverage
+        from judge.types.offload.simulate import simulate
+
+        try:
+            plan = parse_plan(raw, "plan.json", self.case)
+        except InputError:
+            return None, None
+        if coverage(self.case, plan):
+            return None, None
+        message, layout = check(self.case, plan)
+        if message or layout is None:
+            return None, None
+        return simulate(self.case, plan, layout), plan
+
+
+class State:
+    """A plan in greedy's terms plus copy priorities."""
+
+    def __init__(self, rows, leave, recomputed, offsets, priority=None):
+        self.rows, self.leave, self.recomputed, self.offsets = rows, leave, recomputed, offsets
+        self.priority = dict(priority or {})
+
+
+class Search:
+    def __init__(self, case, out_path, deadline):
+        import offload_greedy as g
+
+        self.g, self.case, self.out_path, self.deadline = g, case, out_path, deadline
+        self.tensors = [(t["id"], int(t["size"]), max(1, int(t["alignment"])), list(t["uses"]))
+                        for t in case["tensors"]]  # fmt: skip
+        self.kinds = g.kinds_of(case)
+        self.judge = Judge(case)
+        self.best, self.best_span, self.tried = None, None, set()
+        self.n_points = 2 * len(case["steps"])
+
+    def left(self):
+        return self.deadline - time.monotonic()
+
+    def place(self, rows, recomputed):
+        g = self.g
+        placed = g.as_placed(rows, recomputed)
+        cap = int(self.case["capacity"])
+        return g.first_fit_place(self.tensors, placed, cap, self.kinds, self.n_points)
+
+    def offer(self, state):
+        """Judge `state`; keep and write it when it beats the best. True when it did."""
+        if state is None or state.offsets is None:
+            return False
+        raw = self.g.plan_json(self.tensors, state.rows, state.offsets, state.leave,
+                               state.recomputed, state.priority)  # fmt: skip
+        timing, plan = self.judge.timing(raw)
+        if timing is None:
+            return False
+        span = Fraction(timing.makespan, timing.unit)
+        if self.best_span is not None and span >= self.best_span:
+            return False
+        self.best, self.best_span = state, span
+        self.best_timing, self.best_plan = timing, plan
+        tmp = self.out_path + ".tmp"
+        with open(tmp, "w") as f:
+            json.dump(raw, f, separators=(",", ":"))
+        os.replace(tmp, self.out_path)
+        print(f"plan makespan={float(span):.3f} t={time.monotonic() - START:.2f}", file=sys.stderr)
+        return True
+
+    # ---- seeds ---------------------------------------------------------------------------
+
+    def seeds(self):
+        """Park less: the highest memory target (bisected) whose plan still fits, then
+        the other ways out on the best choice of what to park."""
+        g, case, cap = self.g, self.case, int(self.case["capacity"])
+        load0 = g.base_load(self.tensors, self.n_points, self.kinds)
+        gaps = g.gap_table(self.tensors, case["steps"])
+        entries = g.entry_gaps(self.tensors, self.kinds)
+
+        def at(target, knobs=g.GREEDY):
+            rows = g.residencies(self.tensors, g.choose(self.tensors, gaps, load0, target,
+                                                        entries), self.kinds)  # fmt: skip
+            leave, rec = g.ways(case, self.tensors, self.kinds, rows, knobs)
+            return State(rows, leave, rec, self.place(rows, rec))
+
+        low = next((cap - a * (cap // 25) for a in range(16) if self.left() > 0
+                    and at(cap - a * (cap // 25)).offsets is not None), None)  # fmt: skip
+        if low is None:
+            return
+        high = min(cap, low + cap // 25)
+        while high - low > cap // 1000 and self.left() > 0:
+            mid = (low + high) // 2
+            state = at(mid)
+            if state.offsets is None:
+                high = mid
+            else:
+                low = mid
+                self.offer(state)
+        for target in (low, low - cap // 50):
+            for knobs in SEED_KNOBS[1:]:
+                if self.left() > 0:
+                    self.offer(at(target, g.Knobs(*knobs)))
+
+    # ---- local search --------------------------------------------------------------------
+
+    def residency(self, r):
+        """(tensor, residency number) of the judge's residency row r."""
+        return int(self.best_plan.tensor[r]), int(self.best_plan.index[r])
+
+    def moves(self, i, k):
+        """Changed copies of the best state for residency k of tensor i."""
+        b = self.best
+        out = []
+        pre = b.rows[i][k][2]
+        if pre is not None and (i, k) not in b.recomputed:
+            low = (
+                -1 if k == 0 else self.tensors[i][3][b.rows[i][k - 1][0] + b.rows[i][k - 1][1] - 1]
+            )
+            for p in sorted({pre - 1, pre - 2, pre - 4, (pre + low) // 2, low}, reverse=True):
+                if low <= p < pre:
+                    out.append(("pre", i, k, p))
+            out.append(("prio", i, k, b.priority.get((i, k), 0) + 1))
+        if k > 0 and b.leave[i][k - 1] in ("copy", "compressed", "nvme"):
+            out.append(("prio", i, k - 1, b.priority.get((i, k - 1), 0) + 1))
+        return out
+
+    def apply(self, move):
+        b = self.best
+        kind, i, k, value = move
+        rows = [list(r) for r in b.rows]
+        if kind == "prio":
+            prio = {**b.priority, (i, k): value}
+            return State(rows, b.leave, b.recomputed, b.offsets, prio)
+        first, count, _ = rows[i][k]
+        rows[i][k] = (first, count, value)
+        offsets = self.place(rows, b.recomputed)
+        return State(rows, b.leave, b.recomputed, offsets, b.priority)
+
+    def led(self):
+        """Moves for the residencies behind the longest stalls, longest first."""
+        timing = self.best_timing
+        order = sorted(range(len(timing.stall)), key=lambda s: -timing.stall[s])
+        for s in order[:8]:
+            cause = timing.causes[s] if timing.causes else None
+            if not timing.stall[s] or cause is None:
+                break
+            _, r, q = cause
+            for who in (r, q):
+                if who >= 0:
+                    yield from self.moves(*self.residency(who))
+
+    def improve(self):
+        rng = random.Random(1)
+        while self.left() > 0:
+            fresh = [m for m in self.led() if m not in self.tried]
+            if not fresh:
+                i = rng.randrange(len(self.tensors))
+                k = rng.randrange(len(self.best.rows[i]))
+                fresh = [m for m in self.moves(i, k) if m not in self.tried]
+            for move in fresh:
+                if self.left() <= 0:
+                    return
+                self.tried.add(move)
+                if self.offer(self.apply(move)):
+                    break
+
+
+START = time.monotonic()
+
+
+def main():
+    case_dir, out_dir = os.environ["MEMORACE_CASE_DIR"], os.environ["MEMORACE_OUT_DIR"]
+    with open(os.path.join(case_dir, "case.json")) as f:
+        case = json.load(f)
+    if not is_v2(case):
+        os.execv(str(HERE / "strong_v1"), [str(HERE / "strong_v1")])
+    limit = float(case.get("time_limit_s", 10))
+    importable()
+    search = Search(
+        case, os.path.join(out_dir, "plan.json"), START + max(0.0, min(limit * 0.75, limit - 4))
+    )
+    g = search.g
+    search.offer(State(*g.greedy_plan(case, search.tensors, search.kinds)))
+    search.seeds()
+    if search.best is not None:
+        search.improve()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
