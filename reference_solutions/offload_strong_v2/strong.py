@@ -113,12 +113,15 @@ class Search:
             return False
         self.best, self.best_span = state, span
         self.best_timing, self.best_plan = timing, plan
+        self.write(raw)
+        print(f"plan makespan={float(span):.3f} t={time.monotonic() - START:.2f}", file=sys.stderr)
+        return True
+
+    def write(self, raw):
         tmp = self.out_path + ".tmp"
         with open(tmp, "w") as f:
             json.dump(raw, f, separators=(",", ":"))
         os.replace(tmp, self.out_path)
-        print(f"plan makespan={float(span):.3f} t={time.monotonic() - START:.2f}", file=sys.stderr)
-        return True
 
     # ---- seeds ---------------------------------------------------------------------------
 
@@ -233,7 +236,10 @@ def main():
         case, os.path.join(out_dir, "plan.json"), START + max(0.0, min(limit * 0.75, limit - 4))
     )
     g = search.g
-    search.offer(State(*g.greedy_plan(case, search.tensors, search.kinds)))
+    greedy = State(*g.greedy_plan(case, search.tensors, search.kinds))
+    if not search.offer(greedy):  # greedy broke a rule (the host capacity): write it anyway
+        search.write(g.plan_json(search.tensors, greedy.rows, greedy.offsets, greedy.leave,
+                                 greedy.recomputed))  # fmt: skip
     search.seeds()
     if search.best is not None:
         search.improve()
