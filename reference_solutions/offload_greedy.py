@@ -119,9 +119,11 @@ def entry_gaps(tensors, kinds):
     ]
 
 
-def choose(tensors, gaps, load0, target, entries=()):
+def choose(tensors, gaps, load0, target, entries=(), fill=None):
     """{(tensor, j): prefetch_after} for the gaps parked so that the load stays <= target
-    (j = -1: the copy-in before the first use of a tensor that starts off the device)."""
+    (j = -1: the copy-in before the first use of a tensor that starts off the device);
+    copy-ins move early while the load stays <= fill (default: target)."""
+    fill = target if fill is None else fill
     load = load0.copy()
     parked = {len(gaps) + e: row[3] - 1 for e, row in enumerate(entries)}
     by_idle = sorted(range(len(gaps)), key=lambda g: (-gaps[g][5], -gaps[g][4], g))
@@ -140,7 +142,7 @@ def choose(tensors, gaps, load0, target, entries=()):
     for g in sorted(parked, key=lambda g: (gaps[g][3], g)):
         _, j, a, b, size, _ = gaps[g]
         lo, hi = max(0, 2 * a + 1), 2 * b - 1
-        bad = np.flatnonzero(load[lo:hi] + size > target)
+        bad = np.flatnonzero(load[lo:hi] + size > fill)
         if not bad.size:  # it fits across the whole gap: keep it resident (or fetch at once)
             load[lo:hi] += size
             if j >= 0:

@@ -70,12 +70,43 @@ class Judge:
         return simulate(self.case, plan, layout), plan
 
 
+def longest_first_place(g, tensors, placed, capacity, kinds, n_points):
+    """Offsets per residency (None past the capacity): residencies by decreasing window
+    length, each at the lowest aligned gap among the placed ones whose windows overlap
+    its own (as greedy-by-size does for offset: long-lived ones end up packed low, the
+    short copy-in windows fill the room above, which first fit in time order fragments)."""
+    import numpy as np
+
+    res = g.windows(tensors, placed, kinds, n_points)
+    order = sorted(
+        range(len(res)), key=lambda r: (res[r][0] - res[r][1], -tensors[res[r][2]][1], r)
+    )
+    lo_at, hi_at = np.zeros(len(res), np.int64), np.zeros(len(res), np.int64)
+    start, end = np.zeros(len(res), np.int64), np.zeros(len(res), np.int64)
+    offsets = [[0] * len(rows) for rows in placed]
+    for n, r in enumerate(order):
+        lo, hi, i, k = res[r]
+        size, align = tensors[i][1], tensors[i][2]
+        near = np.flatnonzero((lo_at[:n] <= hi) & (hi_at[:n] >= lo))
+        taken = sorted(zip(start[near].tolist(), end[near].tolist(), strict=True))
+        off = 0
+        for a, b in taken:
+            if off + size <= a:
+                break
+            off = max(off, -(-b // align) * align)
+        if off + size > capacity:
+            return None
+        lo_at[n], hi_at[n], start[n], end[n] = lo, hi, off, off + size
+        offsets[i][k] = off
+    return offsets
+
+
 class State:
     """A plan in greedy's terms plus copy priorities."""
 
-    def __init__(self, rows, leave, recomputed, offsets, priority=None):
+    def __init__(self, rows, leave, recomputed, offsets, priority=None, placer="first fit"):
         self.rows, self.leave, self.recomputed, self.offsets = rows, leave, recomputed, offsets
-        self.priority = dict(priority or {})
+        self.priority, self.placer = dict(priority or {}), placer
 
 
 class Search:
@@ -93,10 +124,11 @@ class Search:
     def left(self):
         return self.deadline - time.monotonic()
 
-    def place(self, rows, recomputed):
-        g = self.g
+    def place(self, rows, recomputed, placer="first fit"):
+        g, cap = self.g, int(self.case["capacity"])
         placed = g.as_placed(rows, recomputed)
-        cap = int(self.case["capacity"])
+        if placer == "longest first":
+            return longest_first_place(g, self.tensors, placed, cap, self.kinds, self.n_points)
         return g.first_fit_place(self.tensors, placed, cap, self.kinds, self.n_points)
 
     def offer(self, state):
@@ -126,36 +158,42 @@ class Search:
     # ---- seeds ---------------------------------------------------------------------------
 
     def seeds(self):
-        """Park less: the highest memory target (bisected) whose plan still fits, then
-        the other ways out on the best choice of what to park."""
+        """Park less: memory targets from the capacity down (what to park), each with
+        copy-ins moved early only up to a lower fill level (room for fragmentation),
+        placed longest first or by first fit; on the best, the other ways out."""
         g, case, cap = self.g, self.case, int(self.case["capacity"])
         load0 = g.base_load(self.tensors, self.n_points, self.kinds)
         gaps = g.gap_table(self.tensors, case["steps"])
         entries = g.entry_gaps(self.tensors, self.kinds)
 
-        def at(target, knobs=g.GREEDY):
-            rows = g.residencies(self.tensors, g.choose(self.tensors, gaps, load0, target,
-                                                        entries), self.kinds)  # fmt: skip
+        def at(park, fill, knobs=g.GREEDY):
+            chosen = g.choose(self.tensors, gaps, load0, park, entries, fill)
+            rows = g.residencies(self.tensors, chosen, self.kinds)
             leave, rec = g.ways(case, self.tensors, self.kinds, rows, knobs)
-            return State(rows, leave, rec, self.place(rows, rec))
+            for placer in ("longest first", "first fit"):
+                offsets = self.place(rows, rec, placer)
+                if offsets is not None:
+                    return State(rows, leave, rec, offsets, placer=placer)
+            return None
 
-        low = next((cap - a * (cap // 25) for a in range(16) if self.left() > 0
-                    and at(cap - a * (cap // 25)).offsets is not None), None)  # fmt: skip
-        if low is None:
-            return
-        high = min(cap, low + cap // 25)
-        while high - low > cap // 1000 and self.left() > 0:
-            mid = (low + high) // 2
-            state = at(mid)
-            if state.offsets is None:
-                high = mid
-            else:
-                low = mid
-                self.offer(state)
-        for target in (low, low - cap // 50):
-            for knobs in SEED_KNOBS[1:]:
-                if self.left() > 0:
-                    self.offer(at(target, g.Knobs(*knobs)))
+        step, fitted, best = cap // 20, 0, None
+        for park in range(cap, step, -step):
+            if fitted >= 3 or self.left() < 0:
+                break
+            for fill in range(park, step, -2 * step):
+                state = at(park, fill) if self.left() > 0 else None
+                if state is None:
+                    continue
+                fitted += 1
+                if self.offer(state):
+                    best = (park, fill)
+                lower = at(park, fill - step) if self.left() > 0 else None
+                if self.offer(lower):
+                    best = (park, fill - step)
+                break
+        for knobs in SEED_KNOBS[1:] if best else ():
+            if self.left() > 0:
+                self.offer(at(*best, g.Knobs(*knobs)))
 
     # ---- local search --------------------------------------------------------------------
 
@@ -186,11 +224,11 @@ class Search:
         rows = [list(r) for r in b.rows]
         if kind == "prio":
             prio = {**b.priority, (i, k): value}
-            return State(rows, b.leave, b.recomputed, b.offsets, prio)
+            return State(rows, b.leave, b.recomputed, b.offsets, prio, b.placer)
         first, count, _ = rows[i][k]
         rows[i][k] = (first, count, value)
-        offsets = self.place(rows, b.recomputed)
-        return State(rows, b.leave, b.recomputed, offsets, b.priority)
+        offsets = self.place(rows, b.recomputed, b.placer)
+        return State(rows, b.leave, b.recomputed, offsets, b.priority, b.placer)
 
     def led(self):
         """Moves for the residencies behind the longest stalls, longest first."""
