@@ -177,22 +177,23 @@ class Search:
             return None
 
         step, fitted, best = cap // 20, 0, None
+        until = time.monotonic() + self.left() / 2  # the other half for the local search
         for park in range(cap, step, -step):
-            if fitted >= 3 or self.left() < 0:
+            if fitted >= 3 or time.monotonic() > until:
                 break
-            for fill in range(park, step, -2 * step):
-                state = at(park, fill) if self.left() > 0 else None
+            for fill in range(park, max(step, park - 8 * step), -2 * step):
+                state = at(park, fill) if time.monotonic() < until else None
                 if state is None:
                     continue
                 fitted += 1
                 if self.offer(state):
                     best = (park, fill)
-                lower = at(park, fill - step) if self.left() > 0 else None
+                lower = at(park, fill - step) if time.monotonic() < until else None
                 if self.offer(lower):
                     best = (park, fill - step)
                 break
         for knobs in SEED_KNOBS[1:] if best else ():
-            if self.left() > 0:
+            if time.monotonic() < until:
                 self.offer(at(*best, g.Knobs(*knobs)))
 
     # ---- local search --------------------------------------------------------------------
@@ -213,22 +214,24 @@ class Search:
             for p in sorted({pre - 1, pre - 2, pre - 4, (pre + low) // 2, low}, reverse=True):
                 if low <= p < pre:
                     out.append(("pre", i, k, p))
+            if pre + 1 < self.tensors[i][3][b.rows[i][k][0]]:  # later: off the head of the line
+                out.append(("pre", i, k, pre + 1))
             out.append(("prio", i, k, b.priority.get((i, k), 0) + 1))
         if k > 0 and b.leave[i][k - 1] in ("copy", "compressed", "nvme"):
             out.append(("prio", i, k - 1, b.priority.get((i, k - 1), 0) + 1))
         return out
 
-    def apply(self, move):
+    def apply(self, *moves):
         b = self.best
-        kind, i, k, value = move
-        rows = [list(r) for r in b.rows]
-        if kind == "prio":
-            prio = {**b.priority, (i, k): value}
-            return State(rows, b.leave, b.recomputed, b.offsets, prio, b.placer)
-        first, count, _ = rows[i][k]
-        rows[i][k] = (first, count, value)
-        offsets = self.place(rows, b.recomputed, b.placer)
-        return State(rows, b.leave, b.recomputed, offsets, b.priority, b.placer)
+        rows, prio, moved = [list(r) for r in b.rows], dict(b.priority), False
+        for kind, i, k, value in moves:
+            if kind == "prio":
+                prio[(i, k)] = value
+            else:
+                first, count, _ = rows[i][k]
+                rows[i][k], moved = (first, count, value), True
+        offsets = self.place(rows, b.recomputed, b.placer) if moved else b.offsets
+        return State(rows, b.leave, b.recomputed, offsets, prio, b.placer)
 
     def led(self):
         """Moves for the residencies behind the longest stalls, longest first."""
@@ -247,6 +250,11 @@ class Search:
         rng = random.Random(1)
         while self.left() > 0:
             fresh = [m for m in self.led() if m not in self.tried]
+            batch = tuple({m[1:3]: m for m in reversed(fresh) if m[0] == "pre"}.values())
+            if len(batch) > 1 and batch not in self.tried:  # every led one a step at once
+                self.tried.add(batch)
+                if self.offer(self.apply(*batch)):
+                    continue
             if not fresh:
                 i = rng.randrange(len(self.tensors))
                 k = rng.randrange(len(self.best.rows[i]))
