@@ -436,7 +436,8 @@ def plan_json(tensors, plan, offsets, leave=None, recomputed=(), priority=None):
 
 
 def greedy_plan(case, tensors, kinds):
-    """(residencies, ways out, recomputed, offsets): the plan of steps 1-4 above."""
+    """(residencies, ways out, recomputed, offsets, the target that fitted or None): the
+    plan of steps 1-4 above."""
     capacity, steps, n_points = int(case["capacity"]), case["steps"], 2 * len(case["steps"])
     load0 = base_load(tensors, n_points, kinds)
     gaps, entries = gap_table(tensors, steps), entry_gaps(tensors, kinds)
@@ -447,7 +448,7 @@ def greedy_plan(case, tensors, kinds):
         offsets = first_fit_place(tensors, as_placed(plan, recomputed), capacity, kinds, n_points)
         if offsets is not None:
             print(f"target {target} (attempt {attempt + 1})", file=sys.stderr)
-            return plan, leave, recomputed, offsets
+            return plan, leave, recomputed, offsets, target
         target -= capacity // 25
     print("fragmentation: falling back to swapping everything", file=sys.stderr)
     plan = swap_plan(tensors, kinds)
@@ -457,12 +458,12 @@ def greedy_plan(case, tensors, kinds):
         plan = per_use_plan(tensors, kinds)
         leave, recomputed = ways(case, tensors, kinds, plan)
         offsets = per_step_place(tensors, as_placed(plan, recomputed), capacity, kinds)
-    return plan, leave, recomputed, offsets
+    return plan, leave, recomputed, offsets, None
 
 
 def main():
     case, tensors = read_case(os.environ["MEMORACE_CASE_DIR"])
-    plan, leave, recomputed, offsets = greedy_plan(case, tensors, kinds_of(case))
+    plan, leave, recomputed, offsets, _ = greedy_plan(case, tensors, kinds_of(case))
     out_path = os.path.join(os.environ["MEMORACE_OUT_DIR"], "plan.json")
     write_plan(out_path, tensors, plan, offsets, leave, recomputed)
     return 0

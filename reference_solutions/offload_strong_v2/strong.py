@@ -157,8 +157,8 @@ class Search:
 
     # ---- seeds ---------------------------------------------------------------------------
 
-    def seeds(self):
-        """Park less: memory targets from the capacity down (what to park), each with
+    def seeds(self, greedy_target):
+        """Park less: memory targets from greedy's up (what to park), each with
         copy-ins moved early only up to a lower fill level (room for fragmentation),
         placed longest first or by first fit; on the best, the other ways out."""
         g, case, cap = self.g, self.case, int(self.case["capacity"])
@@ -176,22 +176,24 @@ class Search:
                     return State(rows, leave, rec, offsets, placer=placer)
             return None
 
-        step, fitted, best = cap // 20, 0, None
+        step, best = cap // 20, None
         until = time.monotonic() + self.left() / 2  # the other half for the local search
-        for park in range(cap, step, -step):
-            if fitted >= 3 or time.monotonic() > until:
-                break
+        start = cap // 2 if greedy_target is None else greedy_target
+        for park in range(start, cap + 1, step):
+            fits = False
             for fill in range(park, max(step, park - 8 * step), -2 * step):
                 state = at(park, fill) if time.monotonic() < until else None
                 if state is None:
                     continue
-                fitted += 1
+                fits = True
                 if self.offer(state):
                     best = (park, fill)
                 lower = at(park, fill - step) if time.monotonic() < until else None
                 if self.offer(lower):
                     best = (park, fill - step)
                 break
+            if not fits and park > start:
+                break  # parking less fits even less
         for knobs in SEED_KNOBS[1:] if best else ():
             if time.monotonic() < until:
                 self.offer(at(*best, g.Knobs(*knobs)))
@@ -219,19 +221,81 @@ class Search:
             out.append(("prio", i, k, b.priority.get((i, k), 0) + 1))
         if k > 0 and b.leave[i][k - 1] in ("copy", "compressed", "nvme"):
             out.append(("prio", i, k - 1, b.priority.get((i, k - 1), 0) + 1))
+        if k > 0:  # keep it resident over the gap before it: no copy at all
+            out.append(("merge", i, k - 1, None))
+        if k > 0 and self.kinds[i].compress and b.leave[i][k - 1] in ("copy", "compressed"):
+            out.append(("way", i, k - 1, {"copy": "compressed"}.get(b.leave[i][k - 1], "copy")))
         return out
 
     def apply(self, *moves):
         b = self.best
-        rows, prio, moved = [list(r) for r in b.rows], dict(b.priority), False
+        rows, prio, moved = [list(r) for r in b.rows], dict(b.priority), []
+        leave, rec, offsets = b.leave, b.recomputed, b.offsets
         for kind, i, k, value in moves:
             if kind == "prio":
                 prio[(i, k)] = value
+            elif kind == "way":
+                leave = [list(x) for x in leave]
+                leave[i][k] = value
+            elif kind == "merge":
+                leave, rec, prio, offsets = self.merged(i, k, rows, leave, rec, prio, offsets)
+                moved.append((i, k))
             else:
                 first, count, _ = rows[i][k]
-                rows[i][k], moved = (first, count, value), True
-        offsets = self.place(rows, b.recomputed, b.placer) if moved else b.offsets
-        return State(rows, b.leave, b.recomputed, offsets, prio, b.placer)
+                rows[i][k] = (first, count, value)
+                moved.append((i, k))
+        if moved:
+            offsets = self.refit(rows, rec, offsets, moved)
+        return State(rows, leave, rec, offsets, prio, b.placer)
+
+    def merged(self, i, k, rows, leave, rec, prio, offsets):
+        """Residencies k and k+1 of tensor i made one (in `rows`, in place)."""
+        (first, count, pre), (_, more, _) = rows[i][k], rows[i][k + 1]
+        rows[i][k : k + 2] = [(first, count + more, pre)]
+        leave = [list(x) for x in leave]
+        del leave[i][k]
+        offsets = [list(x) for x in offsets]
+        del offsets[i][k + 1]
+
+        def shift(key):
+            return (key[0], key[1] - 1) if key[0] == i and key[1] > k + 1 else key
+
+        rec = {shift(x) for x in rec if x != (i, k + 1)}
+        prio = {shift(x): v for x, v in prio.items() if x != (i, k + 1)}
+        return leave, rec, prio, offsets
+
+    def refit(self, rows, rec, offsets, moved):
+        """Offsets for `rows` (the best state's, residencies `moved` refetched): each moved
+        one keeps its offset, or takes the lowest gap its new window leaves; all placed
+        again only when there is none."""
+        import numpy as np
+
+        b, cap = self.best, int(self.case["capacity"])
+        res = self.g.windows(self.tensors, self.g.as_placed(rows, rec), self.kinds,
+                             self.n_points)  # fmt: skip
+        offsets = [list(o) for o in offsets]
+        where = {(i, k): n for n, (_, _, i, k) in enumerate(res)}
+        lo_at = np.array([r[0] for r in res], np.int64)
+        hi_at = np.array([r[1] for r in res], np.int64)
+        start = np.array([offsets[i][k] for _, _, i, k in res], np.int64)
+        end = start + np.array([self.tensors[i][1] for _, _, i, _ in res], np.int64)
+        for i, k in moved:
+            n, (lo, hi, _, _) = where[(i, k)], res[where[(i, k)]]
+            size, align = self.tensors[i][1], self.tensors[i][2]
+            near = (lo_at <= hi) & (hi_at >= lo)
+            near[n] = False
+            taken = sorted(zip(start[near].tolist(), end[near].tolist(), strict=True))
+            off = offsets[i][k]
+            if any(a < off + size and off < e for a, e in taken):
+                off = 0
+                for a, e in taken:
+                    if off + size <= a:
+                        break
+                    off = max(off, -(-e // align) * align)
+                if off + size > cap:
+                    return self.place(rows, rec, b.placer)
+            offsets[i][k], start[n], end[n] = off, off, off + size
+        return offsets
 
     def led(self):
         """Moves for the residencies behind the longest stalls, longest first."""
@@ -246,6 +310,23 @@ class Search:
                 if who >= 0:
                     yield from self.moves(*self.residency(who))
 
+    def merges(self):
+        """Untried moves that keep a residency over the gap before its next one, the
+        gaps with the least compute time first (the cheapest to stay for)."""
+        done = [0]
+        for d in self.case["steps"]:
+            done.append(done[-1] + int(d))
+        found = []
+        for i, rows in enumerate(self.best.rows):
+            uses = self.tensors[i][3]
+            for k in range(1, len(rows)):
+                move = ("merge", i, k - 1, None)
+                if move not in self.tried:
+                    last = uses[rows[k - 1][0] + rows[k - 1][1] - 1]
+                    found.append((done[uses[rows[k][0]]] - done[last + 1], move))
+        found.sort(key=lambda x: x[0])
+        return [m for _, m in found]
+
     def improve(self):
         rng = random.Random(1)
         while self.left() > 0:
@@ -255,6 +336,8 @@ class Search:
                 self.tried.add(batch)
                 if self.offer(self.apply(*batch)):
                     continue
+            if not fresh:
+                fresh = self.merges()[:4]
             if not fresh:
                 i = rng.randrange(len(self.tensors))
                 k = rng.randrange(len(self.best.rows[i]))
@@ -282,13 +365,15 @@ def main():
         case, os.path.join(out_dir, "plan.json"), START + max(0.0, min(limit * 0.75, limit - 4))
     )
     g = search.g
-    greedy = State(*g.greedy_plan(case, search.tensors, search.kinds))
+    *plan, target = g.greedy_plan(case, search.tensors, search.kinds)
+    greedy = State(*plan)
     if not search.offer(greedy):  # greedy broke a rule (the host capacity): write it anyway
         search.write(g.plan_json(search.tensors, greedy.rows, greedy.offsets, greedy.leave,
                                  greedy.recomputed))  # fmt: skip
-    search.seeds()
+    search.seeds(target)
     if search.best is not None:
         search.improve()
+    print(f"{len(search.tried)} moves tried", file=sys.stderr)
     return 0
 
 
