@@ -4,14 +4,18 @@
 v1 cases (no v2 field) go to the C++ planner `offload_strong.cpp` (built as
 ./strong_v1 by memorace.toml). On v2 cases, anytime, every better plan written at once:
 1. greedy's plan (offload_greedy.py), so the result is never below greedy;
-2. seeds: greedy's choice of what to park at lower memory targets, each with several
-   ways out (compress whenever it saves link time, never, greedy's rule; recompute
-   whenever the sources are held, or only when cheaper than the copy);
+2. seeds (half the budget): greedy's choice of what to park at memory targets from
+   greedy's up, with copy-ins moved early only up to a lower fill level (room left for
+   fragmentation), placed longest window first or by first fit; on the best seed, the
+   other ways out (compress whenever it saves link time or never; recompute whenever
+   the sources are held);
 3. local search on the best plan, led by the judge's own timing (a bundled copy of
-   judge.types.offload computes the exact makespan): for the step that waits longest,
-   fetch the late residency earlier (re-placed by first fit), raise its copy priority,
-   or raise the priority of the copy-out whose bytes it waits for; random moves of
-   the same kinds when the led ones are spent.
+   judge.types.offload computes the exact makespan): for the steps that wait longest,
+   fetch the late residency earlier or later (one at a time, or all led ones a step
+   at once), raise its copy priority or that of the copy-out whose bytes it waits for,
+   keep it resident over the gap before it, toggle its compression; then keep
+   residencies over the gaps with the least compute time; then random moves. A moved
+   residency keeps its offset or takes the lowest free gap (all placed again if none).
 The search stops at 75 % of time_limit_s (at most time_limit_s - 4 s).
 """
 
