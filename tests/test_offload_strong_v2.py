@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 
+from judge.package import Limits
 from judge.types.offload.case import parse_case
 from judge.types.offload.plan import parse_plan
 from judge.types.offload.verifier import simulate, verify
@@ -55,9 +56,8 @@ def run(program: Path, case: dict[str, Any], limit: float) -> dict[str, Any]:
         where = Path(tmp)
         (where / "c").mkdir()
         (where / "o").mkdir()
-        (where / "c/case.json").write_text(
-            json.dumps({"type": "offload", "time_limit_s": limit, **case})
-        )
+        limits = {**Limits(time_limit_s=limit).as_dict(), "name": "c"}  # as the pipeline writes
+        (where / "c/case.json").write_text(json.dumps({"type": "offload", **limits, **case}))
         env = {**os.environ, "MEMORACE_CASE_DIR": str(where / "c"),
                "MEMORACE_OUT_DIR": str(where / "o")}  # fmt: skip
         done = subprocess.run([sys.executable, str(program)], env=env, cwd=program.parent,

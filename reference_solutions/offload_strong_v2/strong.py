@@ -50,10 +50,9 @@ class Judge:
     """The exact makespan (µs, a Fraction) of a plan dict, or None when it breaks a rule."""
 
     def __init__(self, case):
-        from judge.types.offload.case import parse_case
+        from judge.types.offload.case import _KEYS, _OPTIONAL, parse_case
 
-        body = {k: v for k, v in case.items() if k not in ("type", "time_limit_s",
-                                                          "memory_limit_mb", "name")}  # fmt: skip
+        body = {k: v for k, v in case.items() if k in _KEYS | _OPTIONAL}  # not the limits
         self.case = parse_case(body, "case.json", int(case["capacity"]))
 
     def timing(self, raw):
