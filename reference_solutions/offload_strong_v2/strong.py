@@ -24,6 +24,7 @@ import os
 import random
 import sys
 import time
+import traceback
 from fractions import Fraction
 from pathlib import Path
 
@@ -179,7 +180,7 @@ class Search:
                     return State(rows, leave, rec, offsets, placer=placer)
             return None
 
-        step, best = cap // 20, None
+        step, best = max(1, cap // 20), None
         until = time.monotonic() + self.left() / 2  # the other half for the local search
         start = cap // 2 if greedy_target is None else greedy_target
         for park in range(start, cap + 1, step):
@@ -373,9 +374,12 @@ def main():
     if not search.offer(greedy):  # greedy broke a rule (the host capacity): write it anyway
         search.write(g.plan_json(search.tensors, greedy.rows, greedy.offsets, greedy.leave,
                                  greedy.recomputed))  # fmt: skip
-    search.seeds(target)
-    if search.best is not None:
-        search.improve()
+    try:
+        search.seeds(target)
+        if search.best is not None:
+            search.improve()
+    except Exception:  # a bug in the search must not lose the plan already written
+        traceback.print_exc()
     print(f"{len(search.tried)} moves tried", file=sys.stderr)
     return 0
 
