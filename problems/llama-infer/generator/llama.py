@@ -11,7 +11,6 @@ random prompt and output lengths, so blocks die in no particular order.
 Weights live in their own region and are not part of the arena: the arena
 holds the KV blocks and the activations of each step.
 """
-
 from __future__ import annotations
 
 import math
@@ -247,11 +246,8 @@ class Engine:
         cap = len(have) and have[0].size // self.kv_block_bytes()
         if need > cap:
             need = max(need, int(cap * self.c.growth))
-            new = self.tl.alloc(
-                f"r{r.rid}.L{layer}.kv_{need * self.c.block_tokens}",
-                need * self.kv_block_bytes(),
-                ACT_ALIGN,
-            )
+            new = self.tl.alloc(f"r{r.rid}.L{layer}.kv_{need * self.c.block_tokens}",
+                                need * self.kv_block_bytes(), ACT_ALIGN)
             if have:
                 self.tl.free(have.pop())
             have.append(new)
@@ -266,7 +262,6 @@ class Engine:
         decodes = sum(1 for r, n in batch if r.done_prompt == r.prompt)
         max_ctx = max(new_ctx.values())
         pre = f"s{s}"
-
         def act(name: str, nbytes: int) -> Buffer:
             return tl.alloc(f"{pre}.{name}", nbytes, ACT_ALIGN)
 
@@ -275,14 +270,11 @@ class Engine:
         for r, _ in batch:
             for layer in range(self.c.layers):
                 self.grow_cache(r, layer, new_ctx[r.rid])
-        meta = [
-            tl.alloc(f"{pre}.positions", 8 * t, META_ALIGN),
-            tl.alloc(f"{pre}.slot_mapping", 8 * t, META_ALIGN),
-        ]
+        meta = [tl.alloc(f"{pre}.positions", 8 * t, META_ALIGN),
+                tl.alloc(f"{pre}.slot_mapping", 8 * t, META_ALIGN)]
         if self.c.kv_layout == "paged":  # a block table per request
-            meta.append(
-                tl.alloc(f"{pre}.block_tables", 4 * seqs * self.blocks_for(max_ctx), META_ALIGN)
-            )
+            meta.append(tl.alloc(f"{pre}.block_tables", 4 * seqs * self.blocks_for(max_ctx),
+                                 META_ALIGN))
         else:  # one cache pointer per request
             meta.append(tl.alloc(f"{pre}.cache_ptrs", 8 * seqs, META_ALIGN))
         meta.append(tl.alloc(f"{pre}.seq_lens", 4 * seqs, META_ALIGN))
