@@ -1,10 +1,12 @@
 """Calibration of the `offload` problems: per case, the naive and greedy reference
 planners' scores (lower bound / makespan), how busy the host links are in each plan
 (the busiest copy engine, NVMe's included: time with a copy on it / makespan),
-and whether each plan is valid. The strong planner (offload_strong.cpp) knows only
-v1 cases: it is run on v1 cases (none shipped now) and named "v1 only" on v2 ones.
+and whether each plan is valid. The strong planner is run from its source
+(reference_solutions/offload_strong_v2/strong.py, v2 cases only: on v1 ones it hands
+over to offload_strong.cpp, judged by tests/test_offload_planners.py) with a time limit
+of --strong-limit seconds per case (default 15; it searches 75 % of it, at most limit - 4).
 
-    python benchmarks/offload_calibration.py [slug ...]   # default: every offload package
+    python benchmarks/offload_calibration.py [--strong-limit S] [slug ...]
 """
 
 from __future__ import annotations
@@ -23,7 +25,11 @@ from judge.types.offload.verifier import simulate
 from judge.verdict import Verdict
 
 ROOT = Path(__file__).resolve().parents[1]
-PLANNERS = {"naive": "offload_naive.py", "greedy": "offload_greedy.py"}
+PLANNERS = {
+    "naive": "offload_naive.py",
+    "greedy": "offload_greedy.py",
+    "strong": "offload_strong_v2/strong.py",
+}
 OFFLOAD = get_type("offload")
 V2_KEYS = {"h2d_latency", "d2h_latency", "host_capacity", "nvme"}
 
@@ -73,7 +79,7 @@ def is_v2(body: dict) -> bool:
     )
 
 
-def main(slugs: list[str]) -> None:
+def main(slugs: list[str], strong_limit: float = 15.0) -> None:
     for slug in slugs:
         problem = load_problem(ROOT / "problems" / slug)
         print(f"\n{slug} (version {problem.version})")
@@ -84,18 +90,28 @@ def main(slugs: list[str]) -> None:
             bound = OFFLOAD.lower_bound(case)
             body = {**json.loads(spec.path.read_text()), "capacity": spec.capacity}
             uses = sum(len(t["uses"]) for t in body["tensors"])
+            run = PLANNERS if is_v2(body) else {n: PLANNERS[n] for n in ("naive", "greedy")}
+            timed = {**body, "time_limit_s": strong_limit}
             with tempfile.TemporaryDirectory() as tmp:
-                done = {n: judge_one(case, bound, body, p, Path(tmp)) for n, p in PLANNERS.items()}
+                done = {
+                    n: judge_one(case, bound, timed if n == "strong" else body, p, Path(tmp))
+                    for n, p in run.items()
+                }
             for n, (score, _) in done.items():
                 got = totals.setdefault((n, spec.split), [0.0, 0.0])
                 got[0], got[1] = got[0] + spec.weight * score, got[1] + spec.weight
             cells = [text for _, text in done.values()]
-            strong = "v1 only (not run)" if is_v2(body) else "run tests/test_offload_planners"
+            if not is_v2(body):
+                cells.append("v1: run tests/test_offload_planners")
             name = f"{spec.split[0]} {spec.name}"
-            print(f"{name:44} {len(case):>7} {uses:>6} {bound:>9}  {' | '.join(cells)} | {strong}")
+            print(f"{name:44} {len(case):>7} {uses:>6} {bound:>9}  {' | '.join(cells)}")
         for (n, split), (score, weight) in sorted(totals.items()):
             print(f"{n} {split} problem score {100 * score / weight:.1f}")
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:] or ["train-offload", "infer-offload"])
+    args = sys.argv[1:]
+    limit = 15.0
+    if args[:1] == ["--strong-limit"]:
+        limit, args = float(args[1]), args[2:]
+    main(args or ["train-offload", "infer-offload"], limit)

@@ -179,7 +179,9 @@ def baselines(
 ) -> None:
     """Judge every reference planner on every shipped problem; print the scores."""
     planners = sorted(
-        p for p in (ROOT / "reference_solutions").iterdir() if p.suffix in (".py", ".cpp")
+        p
+        for p in (ROOT / "reference_solutions").iterdir()
+        if p.name.endswith((".py", ".cpp", ".tar.gz"))
     )
     problems = [
         _load(str(p))
@@ -204,7 +206,7 @@ def baselines(
 
 
 def _planners_for(prob: Problem, planners: list[Path]) -> list[Path]:
-    """Planners named `<type>_*.py|cpp` are for that problem type; the rest for `offset`."""
+    """Planners named `<type>_*.py|cpp|tar.gz` are for that problem type; the rest for `offset`."""
     typed = [p for p in planners if p.name.startswith(f"{prob.type}_")]
     if prob.type != "offset":
         return typed

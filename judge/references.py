@@ -13,7 +13,7 @@ BASELINES: dict[str, dict[str, str]] = {
     "offload": {
         "naive": "offload_naive.py",
         "greedy": "offload_greedy.py",
-        "strong": "offload_strong.cpp",
+        "strong": "offload_strong.tar.gz",  # made by reference_solutions/offload_strong_v2/pack.py
     },
 }
 # The starter kit's template per language: the simplest reference that passes.

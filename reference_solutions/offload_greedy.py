@@ -44,6 +44,10 @@ import numpy as np
 # v2 per tensor: start/end tiers, written flag per use, (cost, source indices) or None,
 # (compressed size, encode, decode) or None; a v1 tensor is device/none/all written.
 Kind = namedtuple("Kind", "start end writes recompute compress")
+# How `ways` chooses (the strong planner varies them): compress when the link time saved is
+# at least `codec` times the codec time (None: never); recompute even when dearer than the copy.
+Knobs = namedtuple("Knobs", "codec recompute_all")
+GREEDY = Knobs(2, False)
 
 
 def read_case(case_dir):
@@ -115,9 +119,11 @@ def entry_gaps(tensors, kinds):
     ]
 
 
-def choose(tensors, gaps, load0, target, entries=()):
+def choose(tensors, gaps, load0, target, entries=(), fill=None):
     """{(tensor, j): prefetch_after} for the gaps parked so that the load stays <= target
-    (j = -1: the copy-in before the first use of a tensor that starts off the device)."""
+    (j = -1: the copy-in before the first use of a tensor that starts off the device);
+    copy-ins move early while the load stays <= fill (default: target)."""
+    fill = target if fill is None else fill
     load = load0.copy()
     parked = {len(gaps) + e: row[3] - 1 for e, row in enumerate(entries)}
     by_idle = sorted(range(len(gaps)), key=lambda g: (-gaps[g][5], -gaps[g][4], g))
@@ -136,7 +142,7 @@ def choose(tensors, gaps, load0, target, entries=()):
     for g in sorted(parked, key=lambda g: (gaps[g][3], g)):
         _, j, a, b, size, _ = gaps[g]
         lo, hi = max(0, 2 * a + 1), 2 * b - 1
-        bad = np.flatnonzero(load[lo:hi] + size > target)
+        bad = np.flatnonzero(load[lo:hi] + size > fill)
         if not bad.size:  # it fits across the whole gap: keep it resident (or fetch at once)
             load[lo:hi] += size
             if j >= 0:
@@ -194,7 +200,7 @@ def per_use_plan(tensors, kinds=None):
 # ---- ways in and out (v2) ----------------------------------------------------------------
 
 
-def recomputed_residencies(case, tensors, kinds, plan):
+def recomputed_residencies(case, tensors, kinds, plan, knobs=GREEDY):
     """{(tensor, k)}: residencies rebuilt by recompute instead of copied in (rule above).
     A source must be held in full after the step before: its residency there covers an
     earlier use, or is a full copy-in (never compressed, never recomputed)."""
@@ -219,25 +225,29 @@ def recomputed_residencies(case, tensors, kinds, plan):
         for k in range(1, len(rows)):
             b = tensors[i][3][rows[k][0]]
             cheap = cost * h2d <= lat * h2d + tensors[i][1]  # no more than the copy-in
-            if cheap and (i, b) not in pinned and all(held(s, b) for s in sources):
+            if (
+                (cheap or knobs.recompute_all)
+                and (i, b) not in pinned
+                and all(held(s, b) for s in sources)
+            ):
                 chosen.add((i, k))
                 pinned |= {(s, b) for s in sources}
     return chosen
 
 
-def park_way(case, kind, size, to_nvme):
+def park_way(case, kind, size, to_nvme, knobs=GREEDY):
     """How a dirty residency leaves: NVMe, compressed or a full copy (rules above)."""
     if "nvme" in case and (to_nvme or kind.start == "nvme"):
         return "nvme"
-    if kind.compress is not None:
+    if kind.compress is not None and knobs.codec is not None:
         small, enc, dec = kind.compress
         h2d, d2h = int(case["h2d_bandwidth"]), int(case["d2h_bandwidth"])
-        if (size - small) * (h2d + d2h) >= 2 * (enc + dec) * h2d * d2h:
+        if (size - small) * (h2d + d2h) >= knobs.codec * (enc + dec) * h2d * d2h:
             return "compressed"
     return "copy"
 
 
-def ways_out(case, tensors, kinds, plan, recomputed, to_nvme=False):
+def ways_out(case, tensors, kinds, plan, recomputed, to_nvme=False, knobs=GREEDY):
     """Per residency: how it leaves ("drop", "copy", "compressed", "nvme"; None: last)."""
     leave = []
     for i, rows in enumerate(plan):
@@ -256,7 +266,7 @@ def ways_out(case, tensors, kinds, plan, recomputed, to_nvme=False):
             elif current:
                 mine.append("drop")
             else:
-                mine.append(park_way(case, kinds[i], tensors[i][1], to_nvme))
+                mine.append(park_way(case, kinds[i], tensors[i][1], to_nvme, knobs))
                 current, on_nvme = True, mine[-1] == "nvme"
         leave.append(mine)
     return leave
@@ -300,15 +310,15 @@ def host_peak(tensors, kinds, plan, leave, recomputed, n_steps):
     return peak
 
 
-def ways(case, tensors, kinds, plan):
+def ways(case, tensors, kinds, plan, knobs=GREEDY):
     """(how each residency leaves, the recomputed ones); dirty parks go to NVMe when
     the host copies would pass the host capacity."""
-    recomputed = recomputed_residencies(case, tensors, kinds, plan)
-    leave = ways_out(case, tensors, kinds, plan, recomputed)
+    recomputed = recomputed_residencies(case, tensors, kinds, plan, knobs)
+    leave = ways_out(case, tensors, kinds, plan, recomputed, knobs=knobs)
     cap, n_steps = case.get("host_capacity"), len(case["steps"])
     if cap is not None and host_peak(tensors, kinds, plan, leave, recomputed, n_steps) > cap:
         if "nvme" in case:
-            leave = ways_out(case, tensors, kinds, plan, recomputed, to_nvme=True)
+            leave = ways_out(case, tensors, kinds, plan, recomputed, True, knobs)
         if host_peak(tensors, kinds, plan, leave, recomputed, n_steps) > cap:
             print("the host copies pass the host capacity", file=sys.stderr)
     return leave, recomputed
@@ -401,6 +411,12 @@ def per_step_place(tensors, plan, capacity=0, kinds=None):
 
 
 def write_plan(path, tensors, plan, offsets, leave=None, recomputed=()):
+    with open(path, "w") as f:
+        json.dump(plan_json(tensors, plan, offsets, leave, recomputed), f, separators=(",", ":"))
+
+
+def plan_json(tensors, plan, offsets, leave=None, recomputed=(), priority=None):
+    """The plan as plan.json holds it; `priority`: {(tensor, residency): priority}."""
     out = []
     for i, rows in enumerate(plan):
         res = []
@@ -412,19 +428,19 @@ def write_plan(path, tensors, plan, offsets, leave=None, recomputed=()):
                 row["prefetch_after"] = pre
             if leave is not None and leave[i][k] not in (None, "copy"):
                 row["out"] = leave[i][k]
+            if priority and priority.get((i, k)):
+                row["priority"] = priority[(i, k)]
             res.append(row)
         out.append({"id": tensors[i][0], "residencies": res})
-    with open(path, "w") as f:
-        json.dump({"tensors": out}, f, separators=(",", ":"))
+    return {"tensors": out}
 
 
-def main():
-    case, tensors = read_case(os.environ["MEMORACE_CASE_DIR"])
-    capacity, kinds = int(case["capacity"]), kinds_of(case)
-    steps, n_points = case["steps"], 2 * len(case["steps"])
+def greedy_plan(case, tensors, kinds):
+    """(residencies, ways out, recomputed, offsets, the target that fitted or None): the
+    plan of steps 1-4 above."""
+    capacity, steps, n_points = int(case["capacity"]), case["steps"], 2 * len(case["steps"])
     load0 = base_load(tensors, n_points, kinds)
     gaps, entries = gap_table(tensors, steps), entry_gaps(tensors, kinds)
-    plan = offsets = None
     target = capacity
     for attempt in range(12):
         plan = residencies(tensors, choose(tensors, gaps, load0, target, entries), kinds)
@@ -432,17 +448,22 @@ def main():
         offsets = first_fit_place(tensors, as_placed(plan, recomputed), capacity, kinds, n_points)
         if offsets is not None:
             print(f"target {target} (attempt {attempt + 1})", file=sys.stderr)
-            break
+            return plan, leave, recomputed, offsets, target
         target -= capacity // 25
-    if offsets is None:
-        print("fragmentation: falling back to swapping everything", file=sys.stderr)
-        plan = swap_plan(tensors, kinds)
-        leave, recomputed = ways(case, tensors, kinds, plan)
-        offsets = first_fit_place(tensors, as_placed(plan, recomputed), capacity, kinds, n_points)
+    print("fragmentation: falling back to swapping everything", file=sys.stderr)
+    plan = swap_plan(tensors, kinds)
+    leave, recomputed = ways(case, tensors, kinds, plan)
+    offsets = first_fit_place(tensors, as_placed(plan, recomputed), capacity, kinds, n_points)
     if offsets is None:
         plan = per_use_plan(tensors, kinds)
         leave, recomputed = ways(case, tensors, kinds, plan)
         offsets = per_step_place(tensors, as_placed(plan, recomputed), capacity, kinds)
+    return plan, leave, recomputed, offsets, None
+
+
+def main():
+    case, tensors = read_case(os.environ["MEMORACE_CASE_DIR"])
+    plan, leave, recomputed, offsets, _ = greedy_plan(case, tensors, kinds_of(case))
     out_path = os.path.join(os.environ["MEMORACE_OUT_DIR"], "plan.json")
     write_plan(out_path, tensors, plan, offsets, leave, recomputed)
     return 0

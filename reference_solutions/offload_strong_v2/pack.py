@@ -1,0 +1,50 @@
+#!/usr/bin/env python3
+"""Pack the strong offload planner into the contestant-style archive the service judges
+(reference_solutions/offload_strong.tar.gz): strong.py and memorace.toml, with the
+greedy planner, the v1 C++ planner and a copy of the judge's offload model (the planner
+computes exact makespans with it; the sandbox has no repository). Byte-identical
+for the same sources (fixed times and owners), so a test can tell a stale archive.
+
+    python reference_solutions/offload_strong_v2/pack.py [OUT]
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import sys
+import tarfile
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+OUT = ROOT / "reference_solutions" / "offload_strong.tar.gz"
+JUDGE = ("__init__.py", "errors.py", "csvtable.py", "verdict.py", "types/__init__.py",
+         "types/base.py", "types/offset/*.py", "types/offload/*.py")  # fmt: skip
+
+
+def members() -> list[tuple[str, Path]]:
+    """(name in the archive, source file), sorted by name."""
+    files = [("strong.py", HERE / "strong.py"), ("memorace.toml", HERE / "memorace.toml")]
+    files += [(n, ROOT / "reference_solutions" / n)
+              for n in ("offload_greedy.py", "offload_strong.cpp")]  # fmt: skip
+    for pattern in JUDGE:
+        files += [(str(p.relative_to(ROOT)), p) for p in sorted((ROOT / "judge").glob(pattern))]
+    return sorted(files)
+
+
+def pack() -> bytes:
+    raw = io.BytesIO()
+    with tarfile.open(fileobj=raw, mode="w", format=tarfile.PAX_FORMAT) as tar:
+        for name, path in members():
+            data = path.read_bytes()
+            info = tarfile.TarInfo(name)
+            info.size, info.mode, info.mtime = len(data), 0o644, 0
+            tar.addfile(info, io.BytesIO(data))
+    return gzip.compress(raw.getvalue(), mtime=0)
+
+
+if __name__ == "__main__":
+    out = Path(sys.argv[1]) if len(sys.argv) > 1 else OUT
+    out.write_bytes(pack())
+    print(f"wrote {out}")

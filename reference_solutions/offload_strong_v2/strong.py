@@ -1,0 +1,388 @@
+#!/usr/bin/env python3
+"""Strong offload planner for v2 cases; Python 3.11 and numpy (an archive: see pack.py).
+
+v1 cases (no v2 field) go to the C++ planner `offload_strong.cpp` (built as
+./strong_v1 by memorace.toml). On v2 cases, anytime, every better plan written at once:
+1. greedy's plan (offload_greedy.py), so the result is never below greedy;
+2. seeds (half the budget): greedy's choice of what to park at memory targets from
+   greedy's up, with copy-ins moved early only up to a lower fill level (room left for
+   fragmentation), placed longest window first or by first fit; on the best seed, the
+   other ways out (compress whenever it saves link time or never; recompute whenever
+   the sources are held);
+3. local search on the best plan, led by the judge's own timing (a bundled copy of
+   judge.types.offload computes the exact makespan): for the steps that wait longest,
+   fetch the late residency earlier or later (one at a time, or all led ones a step
+   at once), raise its copy priority or that of the copy-out whose bytes it waits for,
+   keep it resident over the gap before it, toggle its compression; then keep
+   residencies over the gaps with the least compute time; then random moves. A moved
+   residency keeps its offset or takes the lowest free gap (all placed again if none).
+The search stops at 75 % of time_limit_s (at most time_limit_s - 4 s).
+"""
+
+import json
+import os
+import random
+import sys
+import time
+import traceback
+from fractions import Fraction
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+V2_KEYS = {"h2d_latency", "d2h_latency", "host_capacity", "nvme"}
+SEED_KNOBS = ((2, False), (0, False), (None, False), (2, True), (0, True))
+
+
+def is_v2(case):
+    return bool(V2_KEYS & set(case)) or any(
+        set(t) - {"id", "size", "alignment", "uses"} for t in case["tensors"]
+    )
+
+
+def importable():
+    """The greedy module and the judge's offload model: beside this file in the archive,
+    one and two folders up in the repository."""
+    for where in (HERE, HERE.parent, HERE.parent.parent):
+        if str(where) not in sys.path:
+            sys.path.append(str(where))
+
+
+class Judge:
+    """The exact makespan (µs, a Fraction) of a plan dict, or None when it breaks a rule."""
+
+    def __init__(self, case):
+        from judge.types.offload.case import _KEYS, _OPTIONAL, parse_case
+
+        body = {k: v for k, v in case.items() if k in _KEYS | _OPTIONAL}  # not the limits
+        self.case = parse_case(body, "case.json", int(case["capacity"]))
+
+    def timing(self, raw):
+        from judge.errors import InputError
+        from judge.types.offload.plan import parse_plan
+        from judge.types.offload.rules import check, coverage
+        from judge.types.offload.simulate import simulate
+
+        try:
+            plan = parse_plan(raw, "plan.json", self.case)
+        except InputError:
+            return None, None
+        if coverage(self.case, plan):
+            return None, None
+        message, layout = check(self.case, plan)
+        if message or layout is None:
+            return None, None
+        return simulate(self.case, plan, layout), plan
+
+
+def longest_first_place(g, tensors, placed, capacity, kinds, n_points):
+    """Offsets per residency (None past the capacity): residencies by decreasing window
+    length, each at the lowest aligned gap among the placed ones whose windows overlap
+    its own (as greedy-by-size does for offset: long-lived ones end up packed low, the
+    short copy-in windows fill the room above, which first fit in time order fragments)."""
+    import numpy as np
+
+    res = g.windows(tensors, placed, kinds, n_points)
+    order = sorted(
+        range(len(res)), key=lambda r: (res[r][0] - res[r][1], -tensors[res[r][2]][1], r)
+    )
+    lo_at, hi_at = np.zeros(len(res), np.int64), np.zeros(len(res), np.int64)
+    start, end = np.zeros(len(res), np.int64), np.zeros(len(res), np.int64)
+    offsets = [[0] * len(rows) for rows in placed]
+    for n, r in enumerate(order):
+        lo, hi, i, k = res[r]
+        size, align = tensors[i][1], tensors[i][2]
+        near = np.flatnonzero((lo_at[:n] <= hi) & (hi_at[:n] >= lo))
+        taken = sorted(zip(start[near].tolist(), end[near].tolist(), strict=True))
+        off = 0
+        for a, b in taken:
+            if off + size <= a:
+                break
+            off = max(off, -(-b // align) * align)
+        if off + size > capacity:
+            return None
+        lo_at[n], hi_at[n], start[n], end[n] = lo, hi, off, off + size
+        offsets[i][k] = off
+    return offsets
+
+
+class State:
+    """A plan in greedy's terms plus copy priorities."""
+
+    def __init__(self, rows, leave, recomputed, offsets, priority=None, placer="first fit"):
+        self.rows, self.leave, self.recomputed, self.offsets = rows, leave, recomputed, offsets
+        self.priority, self.placer = dict(priority or {}), placer
+
+
+class Search:
+    def __init__(self, case, out_path, deadline):
+        import offload_greedy as g
+
+        self.g, self.case, self.out_path, self.deadline = g, case, out_path, deadline
+        self.tensors = [(t["id"], int(t["size"]), max(1, int(t["alignment"])), list(t["uses"]))
+                        for t in case["tensors"]]  # fmt: skip
+        self.kinds = g.kinds_of(case)
+        self.judge = Judge(case)
+        self.best, self.best_span, self.tried = None, None, set()
+        self.n_points = 2 * len(case["steps"])
+
+    def left(self):
+        return self.deadline - time.monotonic()
+
+    def place(self, rows, recomputed, placer="first fit"):
+        g, cap = self.g, int(self.case["capacity"])
+        placed = g.as_placed(rows, recomputed)
+        if placer == "longest first":
+            return longest_first_place(g, self.tensors, placed, cap, self.kinds, self.n_points)
+        return g.first_fit_place(self.tensors, placed, cap, self.kinds, self.n_points)
+
+    def offer(self, state):
+        """Judge `state`; keep and write it when it beats the best. True when it did."""
+        if state is None or state.offsets is None:
+            return False
+        raw = self.g.plan_json(self.tensors, state.rows, state.offsets, state.leave,
+                               state.recomputed, state.priority)  # fmt: skip
+        timing, plan = self.judge.timing(raw)
+        if timing is None:
+            return False
+        span = Fraction(timing.makespan, timing.unit)
+        if self.best_span is not None and span >= self.best_span:
+            return False
+        self.best, self.best_span = state, span
+        self.best_timing, self.best_plan = timing, plan
+        self.write(raw)
+        print(f"plan makespan={float(span):.3f} t={time.monotonic() - START:.2f}", file=sys.stderr)
+        return True
+
+    def write(self, raw):
+        tmp = self.out_path + ".tmp"
+        with open(tmp, "w") as f:
+            json.dump(raw, f, separators=(",", ":"))
+        os.replace(tmp, self.out_path)
+
+    # ---- seeds ---------------------------------------------------------------------------
+
+    def seeds(self, greedy_target):
+        """Park less: memory targets from greedy's up (what to park), each with
+        copy-ins moved early only up to a lower fill level (room for fragmentation),
+        placed longest first or by first fit; on the best, the other ways out."""
+        g, case, cap = self.g, self.case, int(self.case["capacity"])
+        load0 = g.base_load(self.tensors, self.n_points, self.kinds)
+        gaps = g.gap_table(self.tensors, case["steps"])
+        entries = g.entry_gaps(self.tensors, self.kinds)
+
+        def at(park, fill, knobs=g.GREEDY):
+            chosen = g.choose(self.tensors, gaps, load0, park, entries, fill)
+            rows = g.residencies(self.tensors, chosen, self.kinds)
+            leave, rec = g.ways(case, self.tensors, self.kinds, rows, knobs)
+            for placer in ("longest first", "first fit"):
+                offsets = self.place(rows, rec, placer)
+                if offsets is not None:
+                    return State(rows, leave, rec, offsets, placer=placer)
+            return None
+
+        step, best = max(1, cap // 20), None
+        until = time.monotonic() + self.left() / 2  # the other half for the local search
+        start = cap // 2 if greedy_target is None else greedy_target
+        for park in range(start, cap + 1, step):
+            fits = False
+            for fill in range(park, max(step, park - 8 * step), -2 * step):
+                state = at(park, fill) if time.monotonic() < until else None
+                if state is None:
+                    continue
+                fits = True
+                if self.offer(state):
+                    best = (park, fill)
+                lower = at(park, fill - step) if time.monotonic() < until else None
+                if self.offer(lower):
+                    best = (park, fill - step)
+                break
+            if not fits and park > start:
+                break  # parking less fits even less
+        for knobs in SEED_KNOBS[1:] if best else ():
+            if time.monotonic() < until:
+                self.offer(at(*best, g.Knobs(*knobs)))
+
+    # ---- local search --------------------------------------------------------------------
+
+    def residency(self, r):
+        """(tensor, residency number) of the judge's residency row r."""
+        return int(self.best_plan.tensor[r]), int(self.best_plan.index[r])
+
+    def moves(self, i, k):
+        """Changed copies of the best state for residency k of tensor i."""
+        b = self.best
+        out = []
+        pre = b.rows[i][k][2]
+        if pre is not None and (i, k) not in b.recomputed:
+            low = (
+                -1 if k == 0 else self.tensors[i][3][b.rows[i][k - 1][0] + b.rows[i][k - 1][1] - 1]
+            )
+            for p in sorted({pre - 1, pre - 2, pre - 4, (pre + low) // 2, low}, reverse=True):
+                if low <= p < pre:
+                    out.append(("pre", i, k, p))
+            if pre + 1 < self.tensors[i][3][b.rows[i][k][0]]:  # later: off the head of the line
+                out.append(("pre", i, k, pre + 1))
+            out.append(("prio", i, k, b.priority.get((i, k), 0) + 1))
+        if k > 0 and b.leave[i][k - 1] in ("copy", "compressed", "nvme"):
+            out.append(("prio", i, k - 1, b.priority.get((i, k - 1), 0) + 1))
+        if k > 0:  # keep it resident over the gap before it: no copy at all
+            out.append(("merge", i, k - 1, None))
+        if k > 0 and self.kinds[i].compress and b.leave[i][k - 1] in ("copy", "compressed"):
+            out.append(("way", i, k - 1, {"copy": "compressed"}.get(b.leave[i][k - 1], "copy")))
+        return out
+
+    def apply(self, *moves):
+        b = self.best
+        rows, prio, moved = [list(r) for r in b.rows], dict(b.priority), []
+        leave, rec, offsets = b.leave, b.recomputed, b.offsets
+        for kind, i, k, value in moves:
+            if kind == "prio":
+                prio[(i, k)] = value
+            elif kind == "way":
+                leave = [list(x) for x in leave]
+                leave[i][k] = value
+            elif kind == "merge":
+                leave, rec, prio, offsets = self.merged(i, k, rows, leave, rec, prio, offsets)
+                moved.append((i, k))
+            else:
+                first, count, _ = rows[i][k]
+                rows[i][k] = (first, count, value)
+                moved.append((i, k))
+        if moved:
+            offsets = self.refit(rows, rec, offsets, moved)
+        return State(rows, leave, rec, offsets, prio, b.placer)
+
+    def merged(self, i, k, rows, leave, rec, prio, offsets):
+        """Residencies k and k+1 of tensor i made one (in `rows`, in place)."""
+        (first, count, pre), (_, more, _) = rows[i][k], rows[i][k + 1]
+        rows[i][k : k + 2] = [(first, count + more, pre)]
+        leave = [list(x) for x in leave]
+        del leave[i][k]
+        offsets = [list(x) for x in offsets]
+        del offsets[i][k + 1]
+
+        def shift(key):
+            return (key[0], key[1] - 1) if key[0] == i and key[1] > k + 1 else key
+
+        rec = {shift(x) for x in rec if x != (i, k + 1)}
+        prio = {shift(x): v for x, v in prio.items() if x != (i, k + 1)}
+        return leave, rec, prio, offsets
+
+    def refit(self, rows, rec, offsets, moved):
+        """Offsets for `rows` (the best state's, residencies `moved` refetched): each moved
+        one keeps its offset, or takes the lowest gap its new window leaves; all placed
+        again only when there is none."""
+        import numpy as np
+
+        b, cap = self.best, int(self.case["capacity"])
+        res = self.g.windows(self.tensors, self.g.as_placed(rows, rec), self.kinds,
+                             self.n_points)  # fmt: skip
+        offsets = [list(o) for o in offsets]
+        where = {(i, k): n for n, (_, _, i, k) in enumerate(res)}
+        lo_at = np.array([r[0] for r in res], np.int64)
+        hi_at = np.array([r[1] for r in res], np.int64)
+        start = np.array([offsets[i][k] for _, _, i, k in res], np.int64)
+        end = start + np.array([self.tensors[i][1] for _, _, i, _ in res], np.int64)
+        for i, k in moved:
+            n, (lo, hi, _, _) = where[(i, k)], res[where[(i, k)]]
+            size, align = self.tensors[i][1], self.tensors[i][2]
+            near = (lo_at <= hi) & (hi_at >= lo)
+            near[n] = False
+            taken = sorted(zip(start[near].tolist(), end[near].tolist(), strict=True))
+            off = offsets[i][k]
+            if any(a < off + size and off < e for a, e in taken):
+                off = 0
+                for a, e in taken:
+                    if off + size <= a:
+                        break
+                    off = max(off, -(-e // align) * align)
+                if off + size > cap:
+                    return self.place(rows, rec, b.placer)
+            offsets[i][k], start[n], end[n] = off, off, off + size
+        return offsets
+
+    def led(self):
+        """Moves for the residencies behind the longest stalls, longest first."""
+        timing = self.best_timing
+        order = sorted(range(len(timing.stall)), key=lambda s: -timing.stall[s])
+        for s in order[:8]:
+            cause = timing.causes[s] if timing.causes else None
+            if not timing.stall[s] or cause is None:
+                break
+            _, r, q = cause
+            for who in (r, q):
+                if who >= 0:
+                    yield from self.moves(*self.residency(who))
+
+    def merges(self):
+        """Untried moves that keep a residency over the gap before its next one, the
+        gaps with the least compute time first (the cheapest to stay for)."""
+        done = [0]
+        for d in self.case["steps"]:
+            done.append(done[-1] + int(d))
+        found = []
+        for i, rows in enumerate(self.best.rows):
+            uses = self.tensors[i][3]
+            for k in range(1, len(rows)):
+                move = ("merge", i, k - 1, None)
+                if move not in self.tried:
+                    last = uses[rows[k - 1][0] + rows[k - 1][1] - 1]
+                    found.append((done[uses[rows[k][0]]] - done[last + 1], move))
+        found.sort(key=lambda x: x[0])
+        return [m for _, m in found]
+
+    def improve(self):
+        rng = random.Random(1)
+        while self.left() > 0:
+            fresh = [m for m in self.led() if m not in self.tried]
+            batch = tuple({m[1:3]: m for m in reversed(fresh) if m[0] == "pre"}.values())
+            if len(batch) > 1 and batch not in self.tried:  # every led one a step at once
+                self.tried.add(batch)
+                if self.offer(self.apply(*batch)):
+                    continue
+            if not fresh:
+                fresh = self.merges()[:4]
+            if not fresh:
+                i = rng.randrange(len(self.tensors))
+                k = rng.randrange(len(self.best.rows[i]))
+                fresh = [m for m in self.moves(i, k) if m not in self.tried]
+            for move in fresh:
+                if self.left() <= 0:
+                    return
+                self.tried.add(move)
+                if self.offer(self.apply(move)):
+                    break
+
+
+START = time.monotonic()
+
+
+def main():
+    case_dir, out_dir = os.environ["MEMORACE_CASE_DIR"], os.environ["MEMORACE_OUT_DIR"]
+    with open(os.path.join(case_dir, "case.json")) as f:
+        case = json.load(f)
+    if not is_v2(case):
+        os.execv(str(HERE / "strong_v1"), [str(HERE / "strong_v1")])
+    limit = float(case.get("time_limit_s", 10))
+    importable()
+    search = Search(
+        case, os.path.join(out_dir, "plan.json"), START + max(0.0, min(limit * 0.75, limit - 4))
+    )
+    g = search.g
+    *plan, target = g.greedy_plan(case, search.tensors, search.kinds)
+    greedy = State(*plan)
+    if not search.offer(greedy):  # greedy broke a rule (the host capacity): write it anyway
+        search.write(g.plan_json(search.tensors, greedy.rows, greedy.offsets, greedy.leave,
+                                 greedy.recomputed))  # fmt: skip
+    try:
+        search.seeds(target)
+        if search.best is not None:
+            search.improve()
+    except Exception:  # a bug in the search must not lose the plan already written
+        traceback.print_exc()
+    print(f"{len(search.tried)} moves tried", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
