@@ -15,8 +15,8 @@
 //      come from a segment tree over compressed time, so a run costs about
 //      O(n * live * log n), never an all-pairs scan.  The best seed is
 //      written to plan.csv at once.  Large traces (over 5,000 buffers): the
-//      sweep plan is written first, greedy by size gets 60 % of the time, then
-//      best_fit's skyline rules (they win on most large traces).
+//      sweep plan is written first, then best_fit's skyline rules (they win on
+//      most large traces), then greedy by size until the deadline.
 //   2. Canonical search in the style of MiniMalloc (Moffitt, ASPLOS 2023),
 //      asked "can everything be placed under height T?":
 //        - offsets are assigned in non-decreasing order, every buffer at its
@@ -2093,22 +2093,21 @@ int main() {
   const bool large = buffers.size() > kLargeSearch;
   if (large) {
     // The sweep allocator (a plan within a fraction of a second, whatever the
-    // size), written at once; greedy by size (the baseline: about a second at
-    // 100k buffers, but several when thousands are live at once) for at most
-    // 60 % of the time; then the skyline rules, which on large traces mostly
-    // beat the seeds. So a short limit never leaves strong without a plan, nor
-    // above greedy by size when that finishes in time.
+    // size), then best_fit's skyline rules (about a second at 100k buffers; they
+    // win on most large traces), each written at once; then greedy by size (the
+    // baseline: about a second at 100k buffers, but several when thousands are
+    // live at once) until the deadline. So a short limit never leaves strong
+    // without a plan or past its time, nor above greedy by size when that
+    // finishes in time.
     job.best = sweepAllocate(buffers);
     job.publish();  // a plan exists from here on
-    Deadline baselineBudget = job.deadline;
-    baselineBudget.at = job.deadline.at * 0.6;
-    Plan seeded = portfolio.seed(job.lowerBound, now, baselineBudget);
-    if (!seeded.offsets.empty() && seeded.peak < job.best.peak) job.best = std::move(seeded);
-    job.publish();
     skyline.improve(job.best, job.lowerBound, now, job.deadline, publish);
     job.publish();
+    Plan seeded = portfolio.seed(job.lowerBound, now, job.deadline);
+    if (!seeded.offsets.empty() && seeded.peak < job.best.peak) job.best = std::move(seeded);
+    job.publish();
   }
-  if (job.best.peak > job.lowerBound) {
+  if (job.best.peak > job.lowerBound && !(large && job.deadline.passed())) {
     Plan seeded = portfolio.seed(job.lowerBound, greedyDeadline, job.deadline, large);
     logLine("greedy peak %lld, lower bound %lld", seeded.peak, job.lowerBound);
     if (seeded.peak < job.best.peak) job.best = std::move(seeded);
