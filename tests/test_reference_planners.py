@@ -65,9 +65,9 @@ def test_strong_planner_is_valid_on_every_shipped_case(slug):
     """At 4 s (the problems allow 30) strong always has a plan, and it is at or below
     greedy by size wherever greedy by size is cheap (under an eighth of the limit
     here): on traces of 60k-110k buffers with thousands live at once, strong's own
-    greedy by size (several seconds), run after the skyline rules, is cut at
-    the deadline and the skyline rules decide (measured at 4 s: llama-infer h06 847M vs greedy's 892M, gpt2-train
-    h07 6.86G vs 6.73G)."""
+    greedy by size (several seconds), run after the skyline rules, is cut at the
+    deadline and the skyline rules decide (measured at 4 s: llama-infer h06 847M vs
+    greedy's 892M, gpt2-train h07 6.86G vs 6.73G)."""
     report = judged(slug, "strong_search.cpp", 4)
     assert {r.verdict for r in report.results} == {Verdict.OK}
     greedy = judged(slug, "greedy_size.cpp")
