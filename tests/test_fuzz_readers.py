@@ -129,8 +129,18 @@ def small_offload_cases() -> list[dict[str, Any]]:
         raw = json.loads(path.read_bytes())
         steps = raw["steps"][:8]
         tensors = [t for t in raw["tensors"] if t["uses"][-1] < len(steps)][:8]
+        kept = {t["id"] for t in tensors}
+        # a recompute whose sources were cut away goes too (v2 cases name them)
+        tensors = [_without_lost_sources(t, kept) for t in tensors]
         out.append({**raw, "steps": steps, "tensors": tensors})
     return out
+
+
+def _without_lost_sources(t: dict[str, Any], kept: set[str]) -> dict[str, Any]:
+    sources = t.get("recompute", {}).get("from", [])
+    if all(j in kept for j in sources):
+        return t
+    return {k: v for k, v in t.items() if k != "recompute"}
 
 
 def one_residency_plan(raw: dict[str, Any]) -> dict[str, Any]:
