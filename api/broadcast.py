@@ -295,7 +295,7 @@ class Broadcaster:
                 async with client.pubsub(ignore_subscribe_messages=True) as pubsub:
                     await pubsub.subscribe(name)
                     self.redis_up = True
-                    readcache.clear()  # what was published while we were away
+                    readcache.hears_news(True)  # clears what was published while away
                     log.info("live events: news from Redis channel %s", name)
                     for channel in list(self.channels.values()):
                         self._refresh(channel)  # what was published while we were away
@@ -310,6 +310,8 @@ class Broadcaster:
                 if self.redis_up:
                     log.warning("live events: Redis lost (%s); polling the database", exc)
             finally:
+                if self.redis_up:
+                    readcache.hears_news(False)  # kept answers live STALENESS_S again
                 self.redis_up = False
                 if self.wake is not None:
                     self.wake.set()  # poll at full speed from now on

@@ -8,7 +8,7 @@ the board for contestants (admins see everything).
 A board is computed once per change: each API process keeps it, keyed by the problem
 version, the database's board counter (api.db.board) and the viewer's class, so a
 request costs one query (api.db.board.snapshot) while nothing changes, and none while
-api.readcache holds that snapshot (at most its STALENESS_S); the key is the ETag.
+api.readcache holds that snapshot (at most its lifetime()); the key is the ETag.
 """
 
 from __future__ import annotations

@@ -24,6 +24,10 @@ log = logging.getLogger("memorace.news")
 QUEUE_FLAG = "q"  # a word of the message: a judging entered or left the queue
 BOARD_FLAG = "b"  # a judging ended: the boards may have changed
 TEAM_MARK = "t"  # "t<id>": the submission's team (what the API's read caches clear)
+AUTH_FLAG = "a"  # a user, team or token changed: the API processes' token caches go
+# Whether this process hears the news now (api.broadcast keeps it): while it does, the
+# read caches keep answers longer, since every change of the service clears them.
+heard = [False]
 
 
 class News(NamedTuple):
@@ -33,6 +37,7 @@ class News(NamedTuple):
     queue: bool = False
     team: int | None = None  # None: the message does not say what it changed
     board: bool = False
+    auth: bool = False  # who may do what changed (a revocation, a user or team edited)
 
 
 def uses_redis(broker_url: str) -> bool:
@@ -53,7 +58,7 @@ def parse(message: Any) -> News | None:
         return None
     teams = [int(w[1:]) for w in words[1:] if w[:1] == TEAM_MARK and _number(w[1:])]
     team, flags = (teams[0] if teams else None), words[1:]
-    return News(int(words[0]), QUEUE_FLAG in flags, team, BOARD_FLAG in flags)
+    return News(int(words[0]), QUEUE_FLAG in flags, team, BOARD_FLAG in flags, AUTH_FLAG in flags)
 
 
 def _number(word: str) -> bool:
@@ -62,7 +67,7 @@ def _number(word: str) -> bool:
 
 def message(item: News) -> str:
     words = [str(item.sub_id)]
-    words += [QUEUE_FLAG] * item.queue + [BOARD_FLAG] * item.board
+    words += [QUEUE_FLAG] * item.queue + [BOARD_FLAG] * item.board + [AUTH_FLAG] * item.auth
     words += [] if item.team is None else [f"{TEAM_MARK}{item.team}"]
     return " ".join(words)
 

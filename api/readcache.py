@@ -3,7 +3,13 @@ problem (api.db.board.snapshot) and whole answers (a team's submission-list page
 hit needs no database connection, no worker thread and no serialization.
 
 Bounded staleness: an entry is used for at most STALENESS_S (MEMORACE_READ_STALENESS_S,
-default 0.25 s; 0 turns the cache off). Sooner than that, entries go at once when
+default 0.25 s; 0 turns the cache off), or LIVE_S (MEMORACE_READ_LIVE_S, default 5 s)
+while this process hears the Redis news (api.broadcast says when it subscribed and
+when it lost the subscription, and each clears everything): then every write of the
+service is cleared by news, and LIVE_S bounds only what reaches the database around
+the service (an operator's SQL) or a message pub/sub lost on a connection that stayed
+up. Measured at 500 clients and 20 teams: a team's page lived 0.25 s and was read
+about 1.5 times in that window. Sooner than that, entries go at once when
 - this process commits a write (any ORM change or DML, except token and web-session
   bookkeeping, the login throttle and worker heartbeats, which no cached read shows):
   every entry, so whoever wrote sees the write on their next read;
@@ -32,21 +38,26 @@ from typing import Any, TypeVar
 from sqlalchemy import event
 from sqlalchemy.orm import ORMExecuteState, Session
 
-from api import news
+from api import news, tokencache
 from api.db import board
 
 T = TypeVar("T")
 STALENESS_S = float(os.environ.get("MEMORACE_READ_STALENESS_S") or 0.25)
+LIVE_S = float(os.environ.get("MEMORACE_READ_LIVE_S") or 5.0)
 MAX_ENTRIES = 4096  # per process; past it, expired entries go, then everything
 # Rows no cached read shows, written often (token use, heartbeats): their commits keep
 # the cache.
 UNSEEN_TABLES = frozenset({"api_tokens", "web_sessions", "login_throttle", "workers"})
 WROTE = "memorace_readcache_wrote"  # in Session.info: this transaction changed something
+AUTH = "memorace_readcache_auth"  # ... and it changed a user, a team or a token
+AUTH_TABLES = frozenset({"users", "teams", "api_tokens"})  # what api.tokencache keeps
+BOOKKEEPING = "memorace_bookkeeping"  # an execution option: a write no cached read shows
 
 # What an entry shows, so that news clears only what it changes: a board's snapshot
 # (BOARD) or one team's submission list ((LISTS, team id); (LISTS, ADMIN) for the
-# organizers', who see every team's).
-BOARD, LISTS, ADMIN = "board", "lists", "admin"
+# organizers', who see every team's); a list that shows a queued submission is
+# (QUEUED, team id): only such a list shows queue positions, which move with the queue.
+BOARD, LISTS, QUEUED, ADMIN = "board", "lists", "queued", "admin"
 Scope = tuple[str, Hashable]
 
 _entries: dict[Hashable, tuple[float, Scope, Any]] = {}  # key: (monotonic time, scope, value)
@@ -60,10 +71,26 @@ def generation() -> int:
     return _clock[0]
 
 
+def lifetime() -> float:
+    """How long an entry is used: LIVE_S while the news is heard, else STALENESS_S."""
+    if STALENESS_S <= 0:
+        return 0.0  # the cache is off
+    return max(LIVE_S, STALENESS_S) if news.heard[0] else STALENESS_S
+
+
+def hears_news(live: bool) -> None:
+    """api.broadcast: Redis news is heard from now on (True), or no longer (False).
+    Either way everything goes (news may have been lost around the change), the
+    checked tokens too, which live longer while the news is heard (api.tokencache)."""
+    news.heard[0] = live
+    clear()
+    tokencache.clear()
+
+
 def get(key: Hashable) -> Any | None:
-    """The value while it is at most STALENESS_S old and not cleared; else None."""
+    """The value while it is at most lifetime() old and not cleared; else None."""
     found = _entries.get(key)
-    if found is None or time.monotonic() - found[0] > STALENESS_S:
+    if found is None or time.monotonic() - found[0] > lifetime():
         return None
     return found[2]
 
@@ -83,17 +110,22 @@ def put(key: Hashable, value: Any, gen: int, scope: Scope) -> None:
 
 def cached(key: Hashable, scope: Scope, make: Callable[[], T]) -> T:
     """get(key), else make() kept for the next readers."""
+    return cached_scoped(key, lambda: (make(), scope))
+
+
+def cached_scoped(key: Hashable, make: Callable[[], tuple[T, Scope]]) -> T:
+    """cached() where make() says what its value shows: (value, scope)."""
     found = get(key)
     if found is not None:
         return found  # type: ignore[no-any-return]
     gen = generation()
-    value = make()
+    value, scope = make()
     put(key, value, gen, scope)
     return value
 
 
 def _drop_expired(now: float) -> None:
-    for key in [k for k, (made, _, _) in _entries.items() if now - made > STALENESS_S]:
+    for key in [k for k, (made, _, _) in _entries.items() if now - made > lifetime()]:
         del _entries[key]
     if len(_entries) >= MAX_ENTRIES:
         _entries.clear()
@@ -116,12 +148,14 @@ def clear(*what: Hashable) -> None:
 
 def hear(item: news.News) -> None:
     """Clears what a piece of news changed (api.broadcast calls it for each)."""
+    if item.auth:
+        tokencache.clear()
     if item.team is None:
         clear()  # another API process's write, or a worker that does not say
         return
-    scopes: list[Hashable] = [(LISTS, item.team), (LISTS, ADMIN)]
+    scopes: list[Hashable] = [(kind, who) for kind in (LISTS, QUEUED) for who in (item.team, ADMIN)]
     if item.queue:
-        scopes.append(LISTS)  # every queued submission's position may move
+        scopes.append(QUEUED)  # every queued submission's position may move
     if item.board:
         scopes.append(BOARD)
     clear(*scopes)
@@ -139,36 +173,51 @@ def database(db: Session) -> Hashable:
     return db.get_bind().url
 
 
-def _seen(table: Any) -> bool:
-    return getattr(table, "name", None) not in UNSEEN_TABLES
+def _name(table: Any) -> str | None:
+    return getattr(table, "name", None)
+
+
+def _table_of(obj: Any) -> str | None:
+    return _name(getattr(type(obj), "__table__", None))
 
 
 @event.listens_for(Session, "after_flush")
 def _after_flush(session: Session, _context: Any) -> None:
     changed = (*session.new, *session.dirty, *session.deleted)
-    if any(_seen(getattr(type(o), "__table__", None)) for o in changed):
+    if any(_table_of(o) not in UNSEEN_TABLES for o in changed):
         session.info[WROTE] = True
+    # A new user or token is in no cache; an edited or deleted one may be.
+    if any(_table_of(o) in AUTH_TABLES for o in (*session.dirty, *session.deleted)):
+        session.info[AUTH] = True
 
 
 @event.listens_for(Session, "do_orm_execute")
 def _on_execute(state: ORMExecuteState) -> None:
-    if (state.is_update or state.is_delete or state.is_insert) and _seen(
-        getattr(state.statement, "table", None)
-    ):
+    if not (state.is_update or state.is_delete or state.is_insert):
+        return
+    table = _name(getattr(state.statement, "table", None))
+    if table not in UNSEEN_TABLES:
         state.session.info[WROTE] = True
+    bookkeeping = state.execution_options.get(BOOKKEEPING)
+    if table in AUTH_TABLES and not state.is_insert and not bookkeeping:
+        state.session.info[AUTH] = True
 
 
 @event.listens_for(Session, "after_commit")
 def _after_commit(session: Session) -> None:
-    if session.info.pop(WROTE, False):
+    wrote, auth = session.info.pop(WROTE, False), session.info.pop(AUTH, False)
+    if auth:
+        tokencache.clear()
+    if wrote:
         clear()
-        if _publish_to:  # news 0: no submission's, only "something changed"
-            news.publish(news.News(0), broker_url=_publish_to[0])
+    if (wrote or auth) and _publish_to:  # news 0: no submission's, "something changed"
+        news.publish(news.News(0, auth=auth), broker_url=_publish_to[0])
 
 
 @event.listens_for(Session, "after_rollback")
 def _after_rollback(session: Session) -> None:
     session.info.pop(WROTE, None)
+    session.info.pop(AUTH, None)
 
 
 # --- what the hot reads keep ---------------------------------------------------------------
@@ -179,7 +228,7 @@ def _snapshot_key(db: Session, slug: str, weights: bool) -> Hashable:
 
 
 def snapshot(db: Session, slug: str, weights: bool = False) -> board.Snapshot:
-    """board.snapshot, asked of the database at most once per STALENESS_S."""
+    """board.snapshot, asked of the database at most once per lifetime()."""
     key = _snapshot_key(db, slug, weights)
     return cached(key, (BOARD, slug), lambda: board.snapshot(db, slug, weights))
 

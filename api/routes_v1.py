@@ -114,7 +114,7 @@ async def list_subs(
     size = page_size(limit)
     key, scope = list_key(readcache.database(db), caller, size, before_id)
     page = readcache.get(key) or await run_in_threadpool(
-        readcache.cached, key, scope, lambda: _submission_page(db, caller, size, before_id)
+        readcache.cached_scoped, key, lambda: _submission_page(db, caller, size, before_id, scope)
     )
     return Response(page[0], media_type="application/json", headers=page[1])
 
@@ -128,14 +128,17 @@ def list_key(
 
 
 def _submission_page(
-    db: Session, caller: Caller, size: int, before_id: int | None
-) -> tuple[bytes, dict[str, str]]:
-    """(the JSON body, its headers): encoded here, once for every reader of the page."""
+    db: Session, caller: Caller, size: int, before_id: int | None, scope: readcache.Scope
+) -> tuple[tuple[bytes, dict[str, str]], readcache.Scope]:
+    """((the JSON body, its headers), what it shows): encoded here, once for every
+    reader of the page; a page with a queued submission shows queue positions."""
     user = caller.row(db)
     subs = submissions.list_submissions(db, user, size, before_id=before_id)
     more = {"X-Next-Before-Id": str(subs[-1].id)} if subs and len(subs) == size else {}
     body = submissions.submission_dicts(db, subs, user)
-    return json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode(), more
+    if any(s["queue_position"] is not None or s["status"] == "queued" for s in body):
+        scope = (readcache.QUEUED, scope[1])
+    return (json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode(), more), scope
 
 
 @router.get("/submissions/{sub_id}")

@@ -19,7 +19,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from sqlalchemy import text
 
-from api import news, readcache
+from api import news, readcache, tokencache
 from api.auth import touch_token
 from api.db.session import get_engine, session_scope
 from api.settings import get_settings
@@ -156,6 +156,17 @@ def test_two_api_processes_hear_each_other_through_redis(tmp_path: Path) -> None
             svc.start_worker("w1")  # its progress and its end are news too
             until(lambda: listed_there()[0]["status"] == "done", 120, "the judging in api2")
             until(lambda: listed()[0]["status"] == "done", 10, "the judging in api")
+            # A revocation in one process reaches the other's token cache by its news
+            # (kept tokens live a minute while the news is heard).
+            mine = [t["id"] for t in svc.api("GET", "/api/v1/admin/tokens").json()
+                    if t["username"] == "alice"]  # fmt: skip
+            assert svc.api("DELETE", f"/api/v1/admin/tokens/{mine[0]}").status_code == 200
+            svc.url, url = other, svc.url
+            try:
+                refused = lambda: svc.api("GET", "/api/v1/submissions", token).status_code == 401  # noqa: E731
+                until(refused, 10, "the revocation in api2")
+            finally:
+                svc.url = url
         finally:
             svc.stop()
 
@@ -163,11 +174,16 @@ def test_two_api_processes_hear_each_other_through_redis(tmp_path: Path) -> None
 # --- what a piece of news clears ----------------------------------------------------------
 
 
+KEPT = ("board", "red", "blue", "green", "admin")
+
+
 def _fill() -> None:
+    """A board, the lists of teams 1 and 2, team 3's showing a queued submission (so
+    queue positions), and the organizers' (which shows every team's)."""
     readcache.clear()
-    lists = readcache.LISTS
+    lists, queued = readcache.LISTS, readcache.QUEUED
     scopes = {"board": (readcache.BOARD, "tiny"), "red": (lists, 1), "blue": (lists, 2),
-              "admin": (lists, readcache.ADMIN)}  # fmt: skip
+              "green": (queued, 3), "admin": (queued, readcache.ADMIN)}  # fmt: skip
     for key, scope in scopes.items():
         readcache.put(key, key, readcache.generation(), scope)
 
@@ -175,17 +191,20 @@ def _fill() -> None:
 @pytest.mark.parametrize(
     "item, kept",
     [
-        (news.News(7, team=1), {"board", "blue"}),  # a case result of team 1
-        (news.News(7, queue=True, team=1), {"board"}),  # the queue moved: every list
-        (news.News(7, team=1, board=True), {"blue"}),  # a judging ended
+        (news.News(7, team=1), {"board", "blue", "green"}),  # a case result of team 1
+        (news.News(7, team=3), {"board", "red", "blue"}),  # ... of team 3
+        # The queue moved: the lists that show queue positions.
+        (news.News(7, queue=True, team=1), {"board", "blue"}),
+        (news.News(7, team=1, board=True), {"blue", "green"}),  # a judging ended
         (news.News(0), set()),  # another API process wrote something
+        (news.News(0, auth=True), set()),  # ... to a user, a team or a token
     ],
 )
 def test_news_clears_what_it_changed(monkeypatch, item, kept) -> None:
     monkeypatch.setattr(readcache, "STALENESS_S", LONG)
     _fill()
     readcache.hear(news.parse(news.message(item)))
-    assert {k for k in ("board", "red", "blue", "admin") if readcache.get(k)} == kept
+    assert {k for k in KEPT if readcache.get(k)} == kept
 
 
 def test_a_value_computed_across_a_clear_of_its_scope_is_not_kept(monkeypatch) -> None:
@@ -199,7 +218,65 @@ def test_a_value_computed_across_a_clear_of_its_scope_is_not_kept(monkeypatch) -
 
 
 @given(st.integers(0, 10**18 - 1), st.booleans(), st.one_of(st.none(), st.integers(0, 10**18 - 1)),
-       st.booleans())  # fmt: skip
-def test_news_reads_back_what_was_sent(sub_id, queue, team, board) -> None:
-    item = news.News(sub_id, queue, team, board)
+       st.booleans(), st.booleans())  # fmt: skip
+def test_news_reads_back_what_was_sent(sub_id, queue, team, board, auth) -> None:
+    item = news.News(sub_id, queue, team, board, auth)
     assert news.parse(news.message(item)) == item
+
+
+def test_entries_live_longer_while_the_news_is_heard(monkeypatch) -> None:
+    """While Redis news is heard every write of the service clears what it changed, so
+    kept answers live LIVE_S; hearing it start or stop clears everything (news may have
+    been lost around it), and without it they live STALENESS_S again."""
+    monkeypatch.setattr(readcache, "STALENESS_S", 1e-9)  # passed by the time we look
+    monkeypatch.setattr(readcache, "LIVE_S", LONG)
+    monkeypatch.setattr(news, "heard", [False])
+    _fill()
+    assert readcache.get("red") is None
+    readcache.hears_news(True)
+    assert readcache.get("blue") is None  # the subscription started: everything went
+    _fill()
+    assert readcache.get("red") == "red"
+    readcache.hear(news.News(7, team=1))
+    assert readcache.get("red") is None and readcache.get("blue") == "blue"
+    readcache.hears_news(False)
+    assert readcache.get("blue") is None
+    _fill()
+    assert readcache.get("blue") is None
+
+
+def test_a_list_showing_a_queued_submission_is_scoped_to_the_queue(client, monkeypatch):  # noqa: F811
+    """Only a page with a queued submission shows queue positions: the queue's news
+    (a judging claimed elsewhere) clears it and leaves the others."""
+    monkeypatch.setattr(readcache, "STALENESS_S", LONG)
+    red, blue = contestant(client, "red", "alice"), contestant(client, "blue", "bob")
+    judge(submit(client, red, 1), {"one": 1.0, "three": 0.5, "two": 0.25})
+    submit(client, blue, 2)  # waits for a worker
+    assert _list(client, red)[0]["queue_position"] is None
+    assert _list(client, blue)[0]["queue_position"] == 1
+    scopes = {scope for _, scope, _ in readcache._entries.values() if scope[0] != readcache.BOARD}
+    assert {kind for kind, _ in scopes} == {readcache.LISTS, readcache.QUEUED}
+    readcache.hear(news.News(99, queue=True, team=10**6))  # another team's claim
+    kept = {scope[0] for _, scope, _ in readcache._entries.values()}
+    assert readcache.QUEUED not in kept and readcache.LISTS in kept
+
+
+def test_changes_to_who_may_do_what_clear_the_token_caches(client, monkeypatch):  # noqa: F811
+    """A revocation or an edited user is news for every process's token cache (auth);
+    a token's last-use stamp and a new token are not."""
+    published: list[news.News] = []
+    monkeypatch.setattr(readcache, "_publish_to", ["redis://127.0.0.1:1/0"])
+    monkeypatch.setattr(news, "publish", lambda item, broker_url=None: published.append(item))
+    red = contestant(client, "red", "alice")
+    assert client.get("/api/v1/submissions", headers=red).status_code == 200
+    assert tokencache._entries  # alice's token is kept
+    with session_scope(get_settings().database_url) as db:
+        touch_token(db, 1)
+    assert tokencache._entries and not any(item.auth for item in published)
+    tokens = client.get("/api/v1/admin/tokens").json()
+    mine = next(t["id"] for t in tokens if t["username"] == "alice")
+    assert client.delete(f"/api/v1/admin/tokens/{mine}").status_code == 200
+    assert published[-1].auth and tokencache._entries == {}
+    tokencache._entries[("x", "y")] = None  # type: ignore[assignment]
+    readcache.hear(news.News(0, auth=True))  # another process's revocation
+    assert tokencache._entries == {}
