@@ -110,3 +110,24 @@ def test_any_request_is_answered_or_passed_on(method, path, query, headers) -> N
              "headers": headers}  # fmt: skip
     answer = hot._answer(scope)
     assert answer is None or answer[0] in (200, 304)
+
+
+def test_a_token_s_page_sets_no_cookie_that_would_keep_its_reads_from_it(client, monkeypatch):  # noqa: F811
+    """A page read with a token (curl, a script, a load test) gets no CSRF token and so
+    no session cookie: its next reads still go the hot path. A browser's does."""
+    monkeypatch.setattr(readcache, "STALENESS_S", LONG)
+    red = contestant(client, "red", "alice")
+    client.cookies.clear()
+    page = client.get("/problems/tiny", headers=red)
+    assert page.status_code == 200 and "set-cookie" not in page.headers
+    assert "alice" in page.text and 'action="/logout"' not in page.text
+    client.get("/api/v1/submissions", headers=red)  # kept now
+    before = hotpath.served[0]
+    assert client.get("/api/v1/submissions", headers=red).status_code == 200
+    assert hotpath.served[0] == before + 1
+    admin = client.headers.pop("Authorization")
+    try:
+        login = client.get("/login")  # a browser: the form needs its CSRF token
+        assert login.status_code == 200 and "memorace_session" in login.headers["set-cookie"]
+    finally:
+        client.headers["Authorization"] = admin

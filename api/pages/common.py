@@ -147,11 +147,15 @@ def render(
 ) -> HTMLResponse:
     nonce = secrets.token_urlsafe(16)
     has_session = "session" in request.scope  # not on the 500 page (outside the middleware)
+    # A token's holder (curl, a script) posts no form, so it gets no CSRF token: a
+    # session cookie would then follow each of its requests and keep them from the
+    # answers kept before the framework (api.hotpath serves none with a cookie).
+    forms = has_session and "authorization" not in request.headers
     context.setdefault("error", None)
     context.setdefault("bare", False)
     context.update(
         user=user,
-        csrf=csrf_token(request) if has_session else "",
+        csrf=csrf_token(request) if forms else "",
         nonce=nonce,
         flash=request.session.pop("flash", None) if has_session else None,
     )
