@@ -1,20 +1,22 @@
-"""The two hottest reads answered from this process's caches before FastAPI sees them.
+"""The hottest reads answered from this process's caches before FastAPI sees them.
 
-On a contest day most requests are the leaderboard and a team's submission list, and
-most of those are answered from api.readcache; routing, dependency solving and the
+On a contest day most requests are the leaderboard, a team's submission list and the
+problem page, and most of those are answered from api.readcache; routing, dependency solving and the
 middlewares cost several times what the cached answer does (measured: the framework
 was the largest part of a cached read's CPU). HotReads answers such a request itself
 when everything it needs is in this process's memory: the token recently checked
 (api.tokencache, the same freshness rule the routes use), the board's snapshot and the
 encoded answer. Anything else goes on to the app unchanged: a cookie (a browser's web
-session), a query string on the list, a token not seen lately or due its last-use
-stamp, an answer not kept. So the answers are byte for byte the routes' own.
+session), a query string, a token not seen lately or due its last-use stamp, an
+answer not kept. So the answers are byte for byte the routes' own (a page's CSP nonce
+is new each time, as the route's).
 
 It sits outside api.inflight.InFlight: a kept answer holds no database connection.
 """
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import Hashable
 
 from starlette.types import ASGIApp, Receive, Scope, Send
@@ -23,10 +25,19 @@ from api import readcache, tokencache
 from api.auth import is_stale, token_hash
 from api.caller import Caller
 from api.leaderboard import known_board_at
+from api.pages.common import CSP
+from api.pages.problem import known_page
 from api.routes_v1 import DEFAULT_PAGE, list_key
 
 BOARD_PREFIX = "/api/v1/leaderboard/"
 LIST_PATH = "/api/v1/submissions"
+PAGE_PREFIX = "/problems/"
+PAGE_HEADERS = [  # as api.pages.common.render sets them, the CSP apart
+    (b"content-type", b"text/html; charset=utf-8"),
+    (b"x-content-type-options", b"nosniff"),
+    (b"referrer-policy", b"same-origin"),
+    (b"cache-control", b"no-store"),
+]
 Answer = tuple[int, list[tuple[bytes, bytes]], bytes]  # status, headers, body
 served = [0]  # answers given here, per process (tests, benchmarks)
 
@@ -56,17 +67,19 @@ class HotReads:
         if scope["method"] != "GET":
             return None
         path: str = scope["path"]
-        board = path.startswith(BOARD_PREFIX)
-        if not board and (path != LIST_PATH or scope["query_string"]):
+        board, page = path.startswith(BOARD_PREFIX), path.startswith(PAGE_PREFIX)
+        if scope["query_string"] or not (board or page or path == LIST_PATH):
             return None
         headers = dict(scope["headers"])
         if b"cookie" in headers:
             return None  # a web session decides who asks: the routes know how
         caller = self._caller(headers.get(b"authorization"))
-        if caller is False or (caller is None and not board):
+        if caller is False or (caller is None and not (board or page)):
             return None
         if board:
-            return self._board(path[len(BOARD_PREFIX) :], caller, headers)
+            return self._board(path[len(BOARD_PREFIX) :], caller, headers)  # type: ignore[arg-type]
+        if page:
+            return self._page(path[len(PAGE_PREFIX) :], caller)  # type: ignore[arg-type]
         return self._list(caller)  # type: ignore[arg-type]
 
     def _caller(self, header: bytes | None) -> Caller | bool | None:
@@ -92,6 +105,15 @@ class HotReads:
         if etag in headers.get(b"if-none-match", b""):
             return 304, out, b""
         return 200, [*out, (b"content-type", b"application/json")], found.encoded
+
+    def _page(self, slug: str, caller: Caller | None) -> Answer | None:
+        if not slug or "/" in slug:
+            return None
+        body = known_page(self.database, slug, caller)
+        if body is None:
+            return None
+        csp = CSP.format(nonce=secrets.token_urlsafe(16)).encode()
+        return 200, [*PAGE_HEADERS, (b"content-security-policy", csp)], body
 
     def _list(self, caller: Caller) -> Answer | None:
         key, _ = list_key(self.database, caller, DEFAULT_PAGE, None)

@@ -95,8 +95,9 @@ TOKENISH = st.text(string.printable, max_size=60).map(lambda t: f"Bearer {t}".en
 @given(
     method=st.sampled_from(["GET", "HEAD", "POST", "DELETE", "G\x00T"]),
     path=st.one_of(
-        st.sampled_from(["/api/v1/submissions", "/api/v1/leaderboard/tiny", "/"]),
+        st.sampled_from(["/api/v1/submissions", "/api/v1/leaderboard/tiny", "/", "/problems/tiny"]),
         st.text(max_size=40).map(lambda t: "/api/v1/leaderboard/" + t),
+        st.text(max_size=40).map(lambda t: "/problems/" + t),
     ),
     query=st.binary(max_size=20),
     headers=st.lists(
@@ -129,5 +130,31 @@ def test_a_token_s_page_sets_no_cookie_that_would_keep_its_reads_from_it(client,
     try:
         login = client.get("/login")  # a browser: the form needs its CSRF token
         assert login.status_code == 200 and "memorace_session" in login.headers["set-cookie"]
+    finally:
+        client.headers["Authorization"] = admin
+
+
+def test_a_kept_problem_page_is_the_route_s_own_bytes(client, monkeypatch):  # noqa: F811
+    """For a token's holder and for nobody; the CSP nonce is new on every answer."""
+    monkeypatch.setattr(readcache, "STALENESS_S", LONG)
+    red = contestant(client, "red", "alice")
+    client.cookies.clear()
+    client.get("/problems/tiny", headers=red)  # the route keeps the page's main part
+    route, hot = _both(client, "/problems/tiny", red)
+    _same(route, hot)
+    assert "alice" in hot.text and "red" in hot.text
+    nonces = set()
+    for reply in (route, hot, client.get("/problems/tiny", headers=red)):
+        before, _, after = reply.headers["content-security-policy"].partition("'nonce-")
+        nonces.add(after.split("'")[0])
+        assert before == route.headers["content-security-policy"].partition("'nonce-")[0]
+        for name in ("x-content-type-options", "referrer-policy"):
+            assert reply.headers[name] == route.headers[name]
+    assert len(nonces) == 3
+    admin = client.headers.pop("Authorization")
+    try:
+        client.get("/problems/tiny")
+        _same(*_both(client, "/problems/tiny", {}))  # nobody
+        assert "alice" not in client.get("/problems/tiny").text
     finally:
         client.headers["Authorization"] = admin

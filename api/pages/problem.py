@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
+from collections.abc import Hashable
 
 from markupsafe import Markup
 from sqlalchemy.orm import Session
@@ -18,18 +19,63 @@ from api.db.models import ProblemVersion, User
 from api.pages.common import _markdown, templates
 
 CACHED_PAGES = 256  # per process: problems x versions x 4 viewer classes
+CACHED_FRAMES = 4096  # whole pages (known_page): main parts x the viewers who read them
 _cache: OrderedDict[tuple, tuple[str, Markup]] = OrderedDict()
+_pages: OrderedDict[tuple, bytes] = OrderedDict()
 _lock = threading.Lock()
 Viewer = User | Caller | None
+Main = tuple[str, Markup]  # the page's title, its main part
 
 
 def known_main(db: Session, slug: str, viewer: Viewer) -> tuple[str, Markup] | None:
     """problem_main from this process's caches alone (no I/O), or None."""
-    state = readcache.known_snapshot(db, slug, weights=True)
+    found = known_main_at(readcache.database(db), slug, viewer)
+    return found[1] if found else None
+
+
+def known_main_at(db_key: Hashable, slug: str, viewer: Viewer) -> tuple[tuple, Main] | None:
+    """known_main by the database's key (readcache.database()), with its cache key."""
+    state = readcache.known_snapshot_at(db_key, slug, weights=True)
     if state is None or state.version_id is None:
         return None
+    key = _key(db_key, state, viewer)
     with _lock:
-        return _cache.get(_key(db, state, viewer))
+        found = _cache.get(key)
+    return (key, found) if found else None
+
+
+def known_page(db_key: Hashable, slug: str, viewer: Caller | None) -> bytes | None:
+    """The whole page as the route renders it for a token's holder or nobody (no CSRF
+    token, no flash), from this process's caches alone, or None. The CSP nonce is only
+    in the headers, so the bytes are the same for every request of that viewer."""
+    found = known_main_at(db_key, slug, viewer)
+    if found is None:
+        return None
+    (main_key, (title, main)) = found
+    who = viewer and (viewer.id, viewer.username, viewer.team, viewer.is_admin)
+    key = (main_key, who)
+    with _lock:
+        page = _pages.get(key)
+    if page is None:
+        page = (
+            templates.env.get_template("problem.html")
+            .render(
+                user=viewer,
+                csrf="",
+                nonce="",
+                flash=None,
+                error=None,
+                bare=False,
+                title=title,
+                body=main,
+            )
+            .encode()
+        )
+        with _lock:
+            _pages[key] = page
+            while len(_pages) > CACHED_FRAMES:
+                _pages.popitem(last=False)
+    return page
 
 
 def problem_main(db: Session, slug: str, viewer: Viewer) -> tuple[str, Markup]:
@@ -37,7 +83,7 @@ def problem_main(db: Session, slug: str, viewer: Viewer) -> tuple[str, Markup]:
     state = readcache.snapshot(db, slug, weights=True)
     if state.version_id is None:
         problems.current_version(db, slug)  # says why: no such problem
-    key = _key(db, state, viewer)
+    key = _key(readcache.database(db), state, viewer)
     with _lock:
         found = _cache.get(key)
         if found is not None:
@@ -60,7 +106,7 @@ def problem_main(db: Session, slug: str, viewer: Viewer) -> tuple[str, Markup]:
     return made
 
 
-def _key(db: Session, state: board.Snapshot, viewer: Viewer) -> tuple:
+def _key(db_key: Hashable, state: board.Snapshot, viewer: Viewer) -> tuple:
     hidden = submissions.sees_hidden(viewer, state.revealed)  # a hidden case's figures
-    return (readcache.database(db), state.version_id, state.counter, state.weights, hidden,
+    return (db_key, state.version_id, state.counter, state.weights, hidden,
             viewer is not None)  # fmt: skip
