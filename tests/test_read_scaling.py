@@ -29,7 +29,8 @@ from tests.service import (
     wait_for,
 )
 from tests.test_package import CASE, GOOD_TOML, make_package
-from worker.judging import _finish, rescore_version
+from worker.judging import _finish
+from worker.rescore import rescore_version
 
 THREE_CASES = GOOD_TOML + '\n[[cases]]\nname = "three"\nsplit = "public"\ncapacity = 16\n'
 

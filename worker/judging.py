@@ -1,5 +1,6 @@
 """Judging with the database: run the pipeline for one `judgings` row and store its
-results idempotently; rescore from stored plans; reap stuck judgings.
+results idempotently (rescoring from stored plans: worker.rescore; reaping stuck
+judgings: worker.reaper).
 
 Every (re)start of a judging bumps its `attempt`; each write checks it, so a
 redelivered or duplicated task never mixes its results with another attempt's,
@@ -13,29 +14,26 @@ import shutil
 import tempfile
 import threading
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import timedelta
 from pathlib import Path
-from typing import Any
 
 from sqlalchemy import delete, func, select, update
 from sqlalchemy.orm import Session
 
 from api import baselines, news, queue
-from api.blobs import BlobCorrupt, BlobMissing, blob_store, plan_file
+from api.blobs import BlobCorrupt, BlobMissing, blob_store
 from api.blobs.packages import package_root
-from api.db.models import Case, CaseResultRow, Judging, ProblemVersion, Submission, aware, utcnow
+from api.db.models import CaseResultRow, Judging, aware, utcnow
 from api.db.session import session_scope
 from api.news import News
-from api.problems import package_of
 from api.settings import Settings
 from api.submissions import artifact_path
-from judge.package import load_cases, load_problem
+from judge.package import load_problem
 from judge.pipeline import BUILD_TIMEOUT_S, judge_planner
 from judge.sandbox import default_sandbox_name
 from judge.scoring import CaseResult, problem_score, totals
 from judge.submission import upload_suffix
 from judge.verdict import Verdict
-from judge.verifier import check_plan
 
 log = logging.getLogger("memorace.worker")
 HEARTBEAT_S = 5.0  # at most; four beats fit in the reaper's heartbeat_timeout_s
@@ -326,127 +324,6 @@ class _Heartbeat:
                     )
             except Exception as exc:  # a database hiccup must not kill the judging
                 log.warning("heartbeat of judging %s failed: %s", self.judging_id, exc)
-
-
-# --- rescore ------------------------------------------------------------------------------
-
-
-def rescore_version(settings: Settings, version_id: int) -> int:
-    """A new `rescore` judging for every judged submission of the version: stored plans
-    re-verified against the cases, current weights applied; nothing is run."""
-    with session_scope(settings.database_url) as db:
-        version = db.get(ProblemVersion, version_id)
-        if version is None:
-            return 0
-        package = package_of(settings, version)
-        cases = {lc.spec.name: lc for lc in load_cases(package)}
-        db_cases = {c.name: c for c in version.cases}
-        subs = db.scalars(
-            select(Submission).where(
-                Submission.version_id == version_id, Submission.current_judging_id.is_not(None)
-            )
-        ).all()
-        for sub in subs:
-            old = db.get(Judging, sub.current_judging_id)
-            if old is None:
-                continue
-            new = Judging(submission_id=sub.id, kind="rescore", status="running", attempt=1)
-            db.add(new)
-            db.flush()
-            for row in old.results:
-                db.add(_rescored(settings, new.id, row, cases, db_cases, package.ptype))
-            db.flush()
-            db.refresh(new)
-            _finalize(db, new)
-        return len(subs)
-
-
-def _rescored(
-    settings: Settings,
-    judging_id: int,
-    row: CaseResultRow,
-    cases: dict[str, Any],
-    db_cases: dict[str, Case],
-    ptype: Any,
-) -> CaseResultRow:
-    spec = db_cases.get(row.case)
-    copy = CaseResultRow(
-        judging_id=judging_id, case=row.case, split=row.split,
-        weight=spec.weight if spec else row.weight, verdict=row.verdict, message=row.message,
-        peak=row.peak, lower_bound=row.lower_bound, score=row.score, time_s=row.time_s,
-        memory_mb=row.memory_mb, plan_digest=row.plan_digest, log=row.log,
-        makespan_us=row.makespan_us,
-    )  # fmt: skip
-    plan = plan_file(settings, row.plan_digest)
-    lc = cases.get(row.case)
-    if plan is not None and lc is not None and spec is not None:
-        verification, score = check_plan(ptype, lc.case, spec.lower_bound, plan)
-        copy.verdict, copy.message = str(verification.verdict), verification.message
-        copy.peak, copy.score, copy.lower_bound = verification.peak, score, spec.lower_bound
-        copy.makespan_us = verification.makespan
-    return copy
-
-
-# --- reaper -------------------------------------------------------------------------------
-
-
-def reap(settings: Settings) -> list[int]:
-    """Re-send judgings whose queue message is lost and re-queue those whose worker
-    stopped answering (a dead worker). Returns the judging ids re-sent.
-
-    Only what is lost is re-sent: a queued judging that waited requeue_after_s is
-    re-sent only when the broker held no message for it at two passes in a row (a
-    backlog alone re-sends nothing; a message a worker has just taken but not yet
-    claimed is invisible on the embedded broker for a moment, never for a whole
-    reap interval); a dead worker's judging is re-sent unless its message went back
-    to the queue (Celery returns it when only the pool child died)."""
-    # The broker is read before the rows: a message taken after this look is one a
-    # worker holds unacknowledged, counted for requeue_after_s (api.queue).
-    in_broker = queue.messages_in_broker(queue.JUDGE_TASK, settings.requeue_after_s)
-    waiting = queue.messages_in_broker(queue.JUDGE_TASK) if in_broker is not None else None
-    if in_broker is None:
-        log.warning("reaper cannot read the broker: re-sending every judging queued too long")
-    now = utcnow()
-    resend: list[tuple[int, int]] = []
-    missing: set[tuple[int, datetime]] = set()
-    with session_scope(settings.database_url) as db:
-        stale = now - timedelta(seconds=settings.requeue_after_s)
-        dead = now - timedelta(seconds=settings.heartbeat_timeout_s)
-        for j in db.scalars(select(Judging).where(Judging.status.in_(("queued", "running")))):
-            if j.status == "queued":
-                if aware(j.enqueued_at) >= stale or j.id in (in_broker or ()):
-                    continue
-                missing.add(key := (j.id, aware(j.enqueued_at)))
-                if in_broker is not None and key not in _missing_last_pass:
-                    continue
-                j.reason = _add(j.reason, f"{now:%H:%M:%S} re-sent: its queue message was lost")
-            elif j.heartbeat_at is None or aware(j.heartbeat_at) < dead:
-                j.reason = _add(j.reason, f"{now:%H:%M:%S} worker {j.worker} stopped answering")
-                j.status = "queued"
-                j.submission.status = "queued"
-                j.submission.status_detail = (
-                    f"re-queued: the worker judging it ({j.worker}) stopped answering"
-                )
-                if j.id in (waiting or ()):
-                    j.enqueued_at = now
-                    continue
-            else:
-                continue
-            j.enqueued_at = now
-            resend.append((j.id, j.priority))
-    _missing_last_pass.clear()
-    _missing_last_pass.update(missing)
-    for judging_id, priority in resend:
-        try:
-            queue.enqueue_judging(judging_id, priority)
-        except Exception as exc:
-            log.warning("reaper cannot enqueue judging %s: %s", judging_id, exc)
-    return [j for j, _ in resend]
-
-
-# (judging, enqueued_at) of the queued judgings whose message the reaper's last pass
-# did not find in the broker (one reaper per deployment: beat's process).
-_missing_last_pass: set[tuple[int, datetime]] = set()
 
 
 def still_queued(settings: Settings, judging_id: int) -> bool:

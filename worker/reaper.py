@@ -12,14 +12,18 @@ from __future__ import annotations
 
 import logging
 import time
+from datetime import datetime, timedelta
 from typing import Any
 
 from celery.beat import PersistentScheduler
+from sqlalchemy import select
 
 from api import imports as api_imports
 from api import queue
+from api.db.models import Judging, aware, utcnow
+from api.db.session import session_scope
 from api.settings import Settings, get_settings
-from worker import judging
+from worker.judging import _add
 
 log = logging.getLogger("memorace.reaper")
 
@@ -29,7 +33,7 @@ def run(settings: Settings) -> None:
     reaper is alive, and the test's)."""
     started = time.monotonic()
     try:
-        judgings = judging.reap(settings)
+        judgings = reap(settings)
         imports = api_imports.resend_lost(settings)
     except Exception:
         log.exception("reaper run failed")
@@ -50,3 +54,62 @@ class Scheduler(PersistentScheduler):
             run(get_settings())  # never raises: a failed pass is logged, the next one comes
         else:
             super().apply_entry(entry, producer=producer)
+
+
+def reap(settings: Settings) -> list[int]:
+    """Re-send judgings whose queue message is lost and re-queue those whose worker
+    stopped answering (a dead worker). Returns the judging ids re-sent.
+
+    Only what is lost is re-sent: a queued judging that waited requeue_after_s is
+    re-sent only when the broker held no message for it at two passes in a row (a
+    backlog alone re-sends nothing; a message a worker has just taken but not yet
+    claimed is invisible on the embedded broker for a moment, never for a whole
+    reap interval); a dead worker's judging is re-sent unless its message went back
+    to the queue (Celery returns it when only the pool child died)."""
+    # The broker is read before the rows: a message taken after this look is one a
+    # worker holds unacknowledged, counted for requeue_after_s (api.queue).
+    in_broker = queue.messages_in_broker(queue.JUDGE_TASK, settings.requeue_after_s)
+    waiting = queue.messages_in_broker(queue.JUDGE_TASK) if in_broker is not None else None
+    if in_broker is None:
+        log.warning("reaper cannot read the broker: re-sending every judging queued too long")
+    now = utcnow()
+    resend: list[tuple[int, int]] = []
+    missing: set[tuple[int, datetime]] = set()
+    with session_scope(settings.database_url) as db:
+        stale = now - timedelta(seconds=settings.requeue_after_s)
+        dead = now - timedelta(seconds=settings.heartbeat_timeout_s)
+        for j in db.scalars(select(Judging).where(Judging.status.in_(("queued", "running")))):
+            if j.status == "queued":
+                if aware(j.enqueued_at) >= stale or j.id in (in_broker or ()):
+                    continue
+                missing.add(key := (j.id, aware(j.enqueued_at)))
+                if in_broker is not None and key not in _missing_last_pass:
+                    continue
+                j.reason = _add(j.reason, f"{now:%H:%M:%S} re-sent: its queue message was lost")
+            elif j.heartbeat_at is None or aware(j.heartbeat_at) < dead:
+                j.reason = _add(j.reason, f"{now:%H:%M:%S} worker {j.worker} stopped answering")
+                j.status = "queued"
+                j.submission.status = "queued"
+                j.submission.status_detail = (
+                    f"re-queued: the worker judging it ({j.worker}) stopped answering"
+                )
+                if j.id in (waiting or ()):
+                    j.enqueued_at = now
+                    continue
+            else:
+                continue
+            j.enqueued_at = now
+            resend.append((j.id, j.priority))
+    _missing_last_pass.clear()
+    _missing_last_pass.update(missing)
+    for judging_id, priority in resend:
+        try:
+            queue.enqueue_judging(judging_id, priority)
+        except Exception as exc:
+            log.warning("reaper cannot enqueue judging %s: %s", judging_id, exc)
+    return [j for j, _ in resend]
+
+
+# (judging, enqueued_at) of the queued judgings whose message the reaper's last pass
+# did not find in the broker (one reaper per deployment: beat's process).
+_missing_last_pass: set[tuple[int, datetime]] = set()

@@ -20,6 +20,7 @@ from api.db.session import migrate
 from api.queue import IMPORT_TASK, JUDGE_TASK, REAP_TASK, RESCORE_TASK
 from worker import imports, judging, presence, reaper, scratch
 from worker.celery_app import app, settings
+from worker.rescore import rescore_version
 
 log = logging.getLogger("memorace.worker")
 DEFER_S = 2.0  # a deferred rejudge or baseline looks again this much later
@@ -107,7 +108,7 @@ def judge(self, judging_id: int) -> str:  # type: ignore[no-untyped-def]
 
 @app.task(name=RESCORE_TASK)
 def rescore(version_id: int, actor_id: int | None) -> int:
-    return judging.rescore_version(settings, version_id)
+    return rescore_version(settings, version_id)
 
 
 @app.task(name=IMPORT_TASK)
