@@ -190,34 +190,33 @@ class Search:
         step = max(1, cap // 20)
 
         def fits(park):
-            """The fill level (highest first, down to 3 steps below) whose plan fits."""
-            for fill in range(park, max(step, park - 3 * step) - 1, -step):
-                state = at(park, fill)
-                if state is not None:
-                    self.offer(state)
-                    return fill
-            return None
+            """Does the plan parking down to `park` fit, with copy-ins moved early only up
+            to 4 steps below (the most room for fragmentation that the fill leaves)?"""
+            state = at(park, max(step, park - 4 * step))
+            self.offer(state)
+            return state is not None
 
         best, high = (cap, fits(cap)), cap
-        if best[1] is None:
+        if not best[1]:
             low = cap // 2 if greedy_target is None else greedy_target
             best = (low, fits(low))
-            while best[1] is None and low > step and time.monotonic() < until:
+            while not best[1] and low > step and time.monotonic() < until:
                 low //= 2  # nothing fits yet: park more
                 best = (low, fits(low))
-        while best[1] is not None and high - best[0] > step // 2 and time.monotonic() < until:
+        while best[1] and high - best[0] > step // 2 and time.monotonic() < until:
             mid = (best[0] + high) // 2
-            fill = fits(mid)
-            if fill is None:
-                high = mid
+            if fits(mid):
+                best = (mid, True)
             else:
-                best = (mid, fill)
-        if best[1] is None:
+                high = mid
+        if not best[1]:
             return
-        park, fill = best
-        for lower in (fill - step, fill - 2 * step):
-            if lower > 0:
-                self.offer(at(park, lower))
+        park, fill = best[0], max(step, best[0] - 4 * step)
+        for higher in range(fill + step, park + 1, step):  # a higher fill fits less
+            state = at(park, higher)
+            if state is None:
+                break
+            fill = higher if self.offer(state) else fill
         for knobs in SEED_KNOBS[1:]:
             self.offer(at(park, fill, g.Knobs(*knobs)))
 
