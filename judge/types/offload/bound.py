@@ -58,9 +58,10 @@ def exact_lower_bound(case: Any) -> Fraction:
         out.append((ready, case.d2h_latency + Fraction(size[t], case.d2h)))
     if out:
         bounds.append(min(r for r, _ in out) + sum(d for _, d in out))
-    refetch = _refetch_bound(case, prefix)
-    if refetch is not None:
-        bounds.append(refetch)
+    for nvme in (False, True):
+        refetch = _refetch_bound(case, prefix, nvme)
+        if refetch is not None:
+            bounds.append(refetch)
     return max(bounds)
 
 
@@ -69,16 +70,21 @@ def exact_lower_bound(case: Any) -> Fraction:
 _BLOCKS = 1024
 
 
-def _refetch_bound(case: Any, prefix: list[int]) -> Fraction | None:
+def _refetch_bound(case: Any, prefix: list[int], nvme: bool = False) -> Fraction | None:
     """The capacity term (README, "Lower bound"): in a window of steps [a, b], every
     tensor it uses that the device can neither produce nor recompute there is either
     held just after step a-1 (in at least its smallest form, so in all at most the
     capacity) or comes in over h2d by a copy issued after step a-1 for a use in the
     window: at least sum(smallest forms) - capacity bytes. Disjoint windows count
     distinct copies; those in windows from step a on start after steps 0..a-1 ran.
-    The best set of disjoint windows is found by dynamic programming over (a, b)."""
+    The best set of disjoint windows is found by dynamic programming over (a, b).
+    With `nvme` (the NVMe term, README): the tensors that start on NVMe, which the
+    window reads from NVMe unless held on the device or in host memory just after a-1."""
+    if nvme and (case.nvme is None or case.host_capacity is None):
+        return None
     n = len(prefix) - 1
-    need = _window_need(case, n)
+    room = case.capacity + (case.host_capacity if nvme else 0)
+    need = _window_need(case, n, room, nvme)
     if need is None:
         return None
     k = -(-n // _BLOCKS)
@@ -89,12 +95,13 @@ def _refetch_bound(case: Any, prefix: list[int]) -> Fraction | None:
         best[a] = max(best[a + 1], int(row.max()))
     if best[0] == 0:
         return None
-    return max(prefix[a * k] + Fraction(best[a], case.h2d) for a in range(m) if best[a] > 0)
+    bandwidth = case.nvme.read_bw if nvme else case.h2d
+    return max(prefix[a * k] + Fraction(best[a], bandwidth) for a in range(m) if best[a] > 0)
 
 
-def _window_need(case: Any, n: int) -> np.ndarray | None:
+def _window_need(case: Any, n: int, room: int, nvme: bool) -> np.ndarray | None:
     """need[A, B] = max(0, sum of the smallest forms of the tensors window [A, B] (in
-    blocks) must have brought in or held - capacity), as Python ints (object array)."""
+    blocks) must have brought in or held - room), as Python ints (object array)."""
     size = case.size.tolist()
     csize = case.csize.tolist() if case.csize is not None else [0] * len(size)
     start = case.start_tier().tolist()
@@ -105,6 +112,8 @@ def _window_need(case: Any, n: int) -> np.ndarray | None:
     uses, bounds = case.uses.tolist(), case.use_start.tolist()
     for t in range(len(size)):
         mine = uses[bounds[t] : bounds[t + 1]]
+        if nvme and start[t] != NVME:
+            continue
         if start[t] != DEVICE:
             lo = -1  # fetched for any window
         elif cost is None or cost[t] < 0:
@@ -121,7 +130,7 @@ def _window_need(case: Any, n: int) -> np.ndarray | None:
                 add[last_a + 1, u // k] -= least
             prev = u
     held = np.cumsum(add, axis=0)[:m]  # held[A, U]: bytes first met in block U from A on
-    total = np.cumsum(held, axis=1) - case.capacity
+    total = np.cumsum(held, axis=1) - room
     total[total < 0] = 0
     return total if total.any() else None
 
