@@ -89,10 +89,10 @@ def _refetch_bound(case: Any, prefix: list[int], nvme: bool = False) -> Fraction
         return None
     k = -(-n // _BLOCKS)
     m = need.shape[0]
-    best = [0] * (m + 1)  # best[A]: most bytes from disjoint windows in blocks A..m-1
+    best = np.zeros(m + 1, dtype=need.dtype)  # most bytes from disjoint windows in A..m-1
     for a in range(m - 1, -1, -1):
-        row = need[a, a:] + np.array(best[a + 1 :], dtype=object)
-        best[a] = max(best[a + 1], int(row.max()))
+        best[a] = max(best[a + 1], (need[a, a:] + best[a + 1 :]).max())
+    best = best.tolist()
     if best[0] == 0:
         return None
     bandwidth = case.nvme.read_bw if nvme else case.h2d
@@ -101,14 +101,19 @@ def _refetch_bound(case: Any, prefix: list[int], nvme: bool = False) -> Fraction
 
 def _window_need(case: Any, n: int, room: int, nvme: bool) -> np.ndarray | None:
     """need[A, B] = max(0, sum of the smallest forms of the tensors window [A, B] (in
-    blocks) must have brought in or held - room), as Python ints (object array)."""
+    blocks) must have brought in or held - room): int64 when every sum of needs fits
+    (m windows of at most all bytes), Python ints (object) otherwise."""
     size = case.size.tolist()
     csize = case.csize.tolist() if case.csize is not None else [0] * len(size)
     start = case.start_tier().tolist()
     cost = case.recompute_cost.tolist() if case.recompute_cost is not None else None
     k = -(-n // _BLOCKS)
     m = -(-n // k)
-    add = np.zeros((m + 1, m), dtype=object)  # by window start (a difference), by use block
+    least = [c if c > 0 else z for z, c in zip(size, csize, strict=True)]
+    if room >= sum(least):
+        return None
+    wide = object if sum(least) * (m + 1) >= 2**62 else np.int64
+    add = np.zeros((m + 1, m), dtype=wide)  # by window start (differences), by use block
     uses, bounds = case.uses.tolist(), case.use_start.tolist()
     for t in range(len(size)):
         mine = uses[bounds[t] : bounds[t + 1]]
@@ -120,14 +125,13 @@ def _window_need(case: Any, n: int, room: int, nvme: bool) -> np.ndarray | None:
             lo = mine[0]  # made at its first use; fetched for windows starting later
         else:
             continue  # recomputable: a window may rebuild it
-        least = csize[t] if csize[t] > 0 else size[t]
         prev = -1
         for u in mine:
             # windows starting at a in (max(prev, lo), u] meet it first at step u
             first_a, last_a = max(prev, lo) // k + 1, u // k
             if first_a <= last_a:
-                add[first_a, u // k] += least
-                add[last_a + 1, u // k] -= least
+                add[first_a, u // k] += least[t]
+                add[last_a + 1, u // k] -= least[t]
             prev = u
     held = np.cumsum(add, axis=0)[:m]  # held[A, U]: bytes first met in block U from A on
     total = np.cumsum(held, axis=1) - room
