@@ -9,10 +9,11 @@ Each cell ends with the planner's CPU time and, in brackets, its wall time: the 
 planner's search stops on wall time, so on a loaded machine it searches less.
 
 infer-offload is FlexGen-like decode: every pass streams the weights that do not stay
-on the device, at PCIe speed, against ~0.5 FLOP per weight byte per sequence of
-compute on an H100: link-bound by nature (the link would be 40-80 % busy only with
-thousands of sequences per pass). There a plan that nears the bound keeps the link
-busy nearly all the time, so the issue's 40-80 % target is for train-offload.
+on the device, at PCIe speed (25-50 GB/s), against 0.5 FLOP per fp32 weight byte per
+token at 494.7 TFLOP/s: a 1 GB stream costs as much link time as ~7,000 tokens of
+compute, so decode passes are link-bound by nature (bf16 halves both sides); only
+long prefills come near (h03: 8 x 2048-token prompts). A plan that nears the bound
+keeps the link busy nearly all the time there: the 40-80 % target is train-offload's.
 
     python benchmarks/offload_calibration.py [--strong-limit S] [slug ...]
 """
