@@ -5,6 +5,15 @@ and whether each plan is valid. The strong planner is run from its source
 (reference_solutions/offload_strong_v2/strong.py, v2 cases only: on v1 ones it hands
 over to offload_strong.cpp, judged by tests/test_offload_planners.py) with a time limit
 of --strong-limit seconds per case (default 15; it searches 75 % of it, at most limit - 4).
+Each cell ends with the planner's CPU time and, in brackets, its wall time: the strong
+planner's search stops on wall time, so on a loaded machine it searches less.
+
+infer-offload is FlexGen-like decode: every pass streams the weights that do not stay
+on the device, at PCIe speed (25-50 GB/s), against 0.5 FLOP per fp32 weight byte per
+token at 494.7 TFLOP/s: a 1 GB stream costs as much link time as ~7,000 tokens of
+compute, so decode passes are link-bound by nature (bf16 halves both sides); only
+long prefills come near (h03: 8 x 2048-token prompts). A plan that nears the bound
+keeps the link busy nearly all the time there: the 40-80 % target is train-offload's.
 
     python benchmarks/offload_calibration.py [--strong-limit S] [slug ...]
 """
@@ -13,6 +22,7 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -34,7 +44,7 @@ OFFLOAD = get_type("offload")
 V2_KEYS = {"h2d_latency", "d2h_latency", "host_capacity", "nvme"}
 
 
-def run_planner(planner: str, case_body: dict, where: Path) -> tuple[Path, float]:
+def run_planner(planner: str, case_body: dict, where: Path) -> tuple[Path, tuple[float, float]]:
     (where / "c").mkdir(parents=True)
     (where / "o").mkdir()
     (where / "c/case.json").write_text(json.dumps({"type": "offload", **case_body}))
@@ -43,7 +53,7 @@ def run_planner(planner: str, case_body: dict, where: Path) -> tuple[Path, float
         "MEMORACE_CASE_DIR": str(where / "c"),
         "MEMORACE_OUT_DIR": str(where / "o"),
     }
-    began = time.monotonic()
+    began, cpu = time.monotonic(), _children_cpu()
     subprocess.run(
         [sys.executable, str(ROOT / "reference_solutions" / planner)],
         env=env,
@@ -51,7 +61,12 @@ def run_planner(planner: str, case_body: dict, where: Path) -> tuple[Path, float
         capture_output=True,
         timeout=600,
     )
-    return where / "o/plan.json", time.monotonic() - began
+    return where / "o/plan.json", (_children_cpu() - cpu, time.monotonic() - began)
+
+
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def busy(timing, engine: str) -> float:
@@ -62,7 +77,7 @@ def busy(timing, engine: str) -> float:
 
 def judge_one(case, bound: int, body: dict, planner: str, tmp: Path) -> tuple[float, str]:
     """(score, what to print); the score is 0 for a plan that is not valid."""
-    plan_path, took = run_planner(planner, body, tmp / planner)
+    plan_path, (cpu, wall) = run_planner(planner, body, tmp / planner)
     plan = OFFLOAD.parse_plan(plan_path, case)
     v = OFFLOAD.verify(case, plan)
     if v.verdict != Verdict.OK:
@@ -70,7 +85,7 @@ def judge_one(case, bound: int, body: dict, planner: str, tmp: Path) -> tuple[fl
     timing = simulate(case, plan)
     link = max(busy(timing, e) for e in ("h2d", "d2h", "nvme_read", "nvme_write"))
     score = OFFLOAD.score(case, bound, v)
-    return score, f"{score:.3f} link {100 * link:.0f}% ({took:.1f} s)"
+    return score, f"{score:.3f} link {100 * link:.0f}% ({cpu:.1f} s [{wall:.1f}])"
 
 
 def is_v2(body: dict) -> bool:

@@ -321,3 +321,19 @@ def write_offload_package(
         )
         print(f"{case.name}: " + ", ".join(f"{k} {v}" for k, v in facts.items()))
     (package / "problem.toml").write_text("".join(toml), newline="\n")
+
+
+def generator_main(here, title: str, limits: dict, cases: list, version: int, argv: list) -> None:
+    """A generator's command line: rewrite the package from the traces in `here`/traces,
+    or with --record (the trace extra: PyTorch) record the named traces (all by default)."""
+    from torchtrace import read_trace, record, trace_path  # beside this file
+
+    names = {a for a in argv[1:] if a != "--record"} or None
+    if "--record" in argv:
+        record(here, cases, names)
+        return
+
+    def trace_of(case: OffloadTraceCase) -> dict:
+        return read_trace(trace_path(here, case))
+
+    write_offload_package(here.parent, title, limits, cases, version, trace_of)

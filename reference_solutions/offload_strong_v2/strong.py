@@ -4,11 +4,11 @@
 v1 cases (no v2 field) go to the C++ planner `offload_strong.cpp` (built as
 ./strong_v1 by memorace.toml). On v2 cases, anytime, every better plan written at once:
 1. greedy's plan (offload_greedy.py), so the result is never below greedy;
-2. seeds (half the budget): greedy's choice of what to park at memory targets from
-   greedy's up, with copy-ins moved early only up to a lower fill level (room left for
-   fragmentation), placed longest window first or by first fit; on the best seed, the
-   other ways out (compress whenever it saves link time or never; recompute whenever
-   the sources are held);
+2. seeds (half the budget): greedy's choice of what to park at the highest memory
+   target whose plan fits (bisection), with copy-ins moved early only up to a lower
+   fill level (room left for fragmentation), placed longest window first or by first
+   fit; on the best target, lower fill levels and the other ways out (compress
+   whenever it saves link time or never; recompute whenever the sources are held);
 3. local search on the best plan, led by the judge's own timing (a bundled copy of
    judge.types.offload computes the exact makespan): for the steps that wait longest,
    fetch the late residency earlier or later (one at a time, or all led ones a step
@@ -162,15 +162,22 @@ class Search:
     # ---- seeds ---------------------------------------------------------------------------
 
     def seeds(self, greedy_target):
-        """Park less: memory targets from greedy's up (what to park), each with
-        copy-ins moved early only up to a lower fill level (room for fragmentation),
-        placed longest first or by first fit; on the best, the other ways out."""
+        """Park as little as fits: bisect the memory target (what to park) between one
+        whose plan fits and one whose does not, each target with copy-ins moved early
+        only up to a lower fill level (room for fragmentation) and placed longest first
+        or by first fit; then, on the highest target that fits, other fill levels and
+        the other ways out (compress whenever it saves link time or never; recompute
+        whenever the sources are held). Fewer parks mean less link traffic: on a
+        link-bound case the best plan sits at the edge of what fits."""
         g, case, cap = self.g, self.case, int(self.case["capacity"])
         load0 = g.base_load(self.tensors, self.n_points, self.kinds)
         gaps = g.gap_table(self.tensors, case["steps"])
         entries = g.entry_gaps(self.tensors, self.kinds)
+        until = time.monotonic() + self.left() / 2  # the other half for the local search
 
         def at(park, fill, knobs=g.GREEDY):
+            if time.monotonic() >= until:
+                return None
             chosen = g.choose(self.tensors, gaps, load0, park, entries, fill)
             rows = g.residencies(self.tensors, chosen, self.kinds)
             leave, rec = g.ways(case, self.tensors, self.kinds, rows, knobs)
@@ -180,27 +187,38 @@ class Search:
                     return State(rows, leave, rec, offsets, placer=placer)
             return None
 
-        step, best = max(1, cap // 20), None
-        until = time.monotonic() + self.left() / 2  # the other half for the local search
-        start = cap // 2 if greedy_target is None else greedy_target
-        for park in range(start, cap + 1, step):
-            fits = False
-            for fill in range(park, max(step, park - 8 * step), -2 * step):
-                state = at(park, fill) if time.monotonic() < until else None
-                if state is None:
-                    continue
-                fits = True
-                if self.offer(state):
-                    best = (park, fill)
-                lower = at(park, fill - step) if time.monotonic() < until else None
-                if self.offer(lower):
-                    best = (park, fill - step)
+        step = max(1, cap // 20)
+
+        def fits(park):
+            """Does the plan parking down to `park` fit, with copy-ins moved early only up
+            to 4 steps below (the most room for fragmentation that the fill leaves)?"""
+            state = at(park, max(step, park - 4 * step))
+            self.offer(state)
+            return state is not None
+
+        best, high = (cap, fits(cap)), cap
+        if not best[1]:
+            low = cap // 2 if greedy_target is None else greedy_target
+            best = (low, fits(low))
+            while not best[1] and low > step and time.monotonic() < until:
+                low //= 2  # nothing fits yet: park more
+                best = (low, fits(low))
+        while best[1] and high - best[0] > step // 2 and time.monotonic() < until:
+            mid = (best[0] + high) // 2
+            if fits(mid):
+                best = (mid, True)
+            else:
+                high = mid
+        if not best[1]:
+            return
+        park, fill = best[0], max(step, best[0] - 4 * step)
+        for higher in range(fill + step, park + 1, step):  # a higher fill fits less
+            state = at(park, higher)
+            if state is None:
                 break
-            if not fits and park > start:
-                break  # parking less fits even less
-        for knobs in SEED_KNOBS[1:] if best else ():
-            if time.monotonic() < until:
-                self.offer(at(*best, g.Knobs(*knobs)))
+            fill = higher if self.offer(state) else fill
+        for knobs in SEED_KNOBS[1:]:
+            self.offer(at(park, fill, g.Knobs(*knobs)))
 
     # ---- local search --------------------------------------------------------------------
 
@@ -229,6 +247,8 @@ class Search:
             out.append(("merge", i, k - 1, None))
         if k > 0 and self.kinds[i].compress and b.leave[i][k - 1] in ("copy", "compressed"):
             out.append(("way", i, k - 1, {"copy": "compressed"}.get(b.leave[i][k - 1], "copy")))
+        if k > 0 and self.kinds[i].recompute is not None:  # rebuild it, or copy it in
+            out.append(("rec", i, k, (i, k) not in b.recomputed))
         return out
 
     def apply(self, *moves):
@@ -241,6 +261,10 @@ class Search:
             elif kind == "way":
                 leave = [list(x) for x in leave]
                 leave[i][k] = value
+            elif kind == "rec":  # recomputed: the residency before drops its bytes
+                leave, rec = [list(x) for x in leave], set(rec) ^ {(i, k)}
+                leave[i][k - 1] = "drop" if value else "copy"
+                moved.append((i, k))
             elif kind == "merge":
                 leave, rec, prio, offsets = self.merged(i, k, rows, leave, rec, prio, offsets)
                 moved.append((i, k))

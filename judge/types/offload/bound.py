@@ -58,50 +58,85 @@ def exact_lower_bound(case: Any) -> Fraction:
         out.append((ready, case.d2h_latency + Fraction(size[t], case.d2h)))
     if out:
         bounds.append(min(r for r, _ in out) + sum(d for _, d in out))
-    refetch = _refetch_bound(case, prefix)
-    if refetch is not None:
-        bounds.append(refetch)
+    for nvme in (False, True):
+        refetch = _refetch_bound(case, prefix, nvme)
+        if refetch is not None:
+            bounds.append(refetch)
     return max(bounds)
 
 
-def _refetch_bound(case: Any, prefix: list[int]) -> Fraction | None:
-    """The capacity term (README, "Lower bound"): cut the steps into windows, each closed
-    just before a step that uses a tensor the window already used. In a window [a, b],
-    every tensor it uses that the device can neither produce nor recompute there is
-    either held just after step a-1 (in at least its smallest form, so in all at most
-    the capacity) or comes in over h2d by a copy issued after step a-1: at least
-    sum(smallest forms) - capacity bytes, in copies that start after steps 0..a-1 ran."""
-    n = len(case.size)
-    size = case.size.tolist()
-    csize = case.csize.tolist() if case.csize is not None else [0] * n
-    least = [c if c > 0 else s for s, c in zip(size, csize, strict=True)]
-    start = case.start_tier().tolist()
-    cost = case.recompute_cost.tolist() if case.recompute_cost is not None else [-1] * n
-    counts = np.diff(case.use_start)
-    owner = np.repeat(np.arange(n), counts)
-    order = np.argsort(case.uses, kind="stable")
-    steps_of, owners = case.uses[order].tolist(), owner[order].tolist()
-    first = case.uses[case.use_start[:-1]].tolist()
-    total, first_cut, seen, a, prev = 0, None, set(), 0, -1
+# Window starts and ends are multiples of ceil(n / _BLOCKS) steps: an n x n table up to
+# that size (any set of windows is a valid bound; coarser ones only a weaker one).
+_BLOCKS = 1024
 
-    def close(a: int) -> None:
-        nonlocal total, first_cut
-        fetched = (t for t in seen if start[t] != DEVICE or (first[t] < a and cost[t] < 0))
-        need = sum(least[t] for t in fetched) - case.capacity
-        if need > 0:
-            total += need
-            first_cut = a if first_cut is None else first_cut
 
-    for x, t in zip(steps_of, owners, strict=True):
-        if t in seen and x != prev:
-            close(a)
-            seen, a = set(), x
-        seen.add(t)
-        prev = x
-    close(a)
-    if first_cut is None:
+def _refetch_bound(case: Any, prefix: list[int], nvme: bool = False) -> Fraction | None:
+    """The capacity term (README, "Lower bound"): in a window of steps [a, b], every
+    tensor it uses that the device can neither produce nor recompute there is either
+    held just after step a-1 (in at least its smallest form, so in all at most the
+    capacity) or comes in over h2d by a copy issued after step a-1 for a use in the
+    window: at least sum(smallest forms) - capacity bytes. Disjoint windows count
+    distinct copies; those in windows from step a on start after steps 0..a-1 ran.
+    The best set of disjoint windows is found by dynamic programming over (a, b).
+    With `nvme` (the NVMe term, README): the tensors that start on NVMe, which the
+    window reads from NVMe unless held on the device or in host memory just after a-1."""
+    if nvme and (case.nvme is None or case.host_capacity is None):
         return None
-    return prefix[first_cut] + Fraction(total, case.h2d)
+    n = len(prefix) - 1
+    room = case.capacity + (case.host_capacity if nvme else 0)
+    need = _window_need(case, n, room, nvme)
+    if need is None:
+        return None
+    k = -(-n // _BLOCKS)
+    m = need.shape[0]
+    best = np.zeros(m + 1, dtype=need.dtype)  # most bytes from disjoint windows in A..m-1
+    for a in range(m - 1, -1, -1):
+        best[a] = max(best[a + 1], (need[a, a:] + best[a + 1 :]).max())
+    best = best.tolist()
+    if best[0] == 0:
+        return None
+    bandwidth = case.nvme.read_bw if nvme else case.h2d
+    return max(prefix[a * k] + Fraction(best[a], bandwidth) for a in range(m) if best[a] > 0)
+
+
+def _window_need(case: Any, n: int, room: int, nvme: bool) -> np.ndarray | None:
+    """need[A, B] = max(0, sum of the smallest forms of the tensors window [A, B] (in
+    blocks) must have brought in or held - room): int64 when every sum of needs fits
+    (m windows of at most all bytes), Python ints (object) otherwise."""
+    size = case.size.tolist()
+    csize = case.csize.tolist() if case.csize is not None else [0] * len(size)
+    start = case.start_tier().tolist()
+    cost = case.recompute_cost.tolist() if case.recompute_cost is not None else None
+    k = -(-n // _BLOCKS)
+    m = -(-n // k)
+    least = [c if c > 0 else z for z, c in zip(size, csize, strict=True)]
+    if room >= sum(least):
+        return None
+    wide = object if sum(least) * (m + 1) >= 2**62 else np.int64
+    add = np.zeros((m + 1, m), dtype=wide)  # by window start (differences), by use block
+    uses, bounds = case.uses.tolist(), case.use_start.tolist()
+    for t in range(len(size)):
+        mine = uses[bounds[t] : bounds[t + 1]]
+        if nvme and start[t] != NVME:
+            continue
+        if start[t] != DEVICE:
+            lo = -1  # fetched for any window
+        elif cost is None or cost[t] < 0:
+            lo = mine[0]  # made at its first use; fetched for windows starting later
+        else:
+            continue  # recomputable: a window may rebuild it
+        prev = -1
+        for u in mine:
+            # windows starting at a in (max(prev, lo), u] meet it first at step u
+            first_a, last_a = max(prev, lo) // k + 1, u // k
+            if first_a <= last_a:
+                add[first_a, u // k] += least[t]
+                add[last_a + 1, u // k] -= least[t]
+            prev = u
+    held = np.cumsum(add, axis=0)[:m]  # held[A, U]: bytes first met in block U from A on
+    total = np.cumsum(held, axis=1) - room
+    total[total < 0] = 0
+    return total if total.any() else None
 
 
 def _last_true(mask: np.ndarray, starts: np.ndarray) -> list[int]:

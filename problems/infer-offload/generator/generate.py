@@ -23,11 +23,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "_lib"))  # torchtrace, offload_trace
 
-from offload_trace import PCIE4, PCIE5, OffloadTraceCase, Scheme, write_offload_package
-from torchtrace import read_trace, record, trace_path
+from offload_trace import PCIE4, PCIE5, OffloadTraceCase, Scheme, generator_main
 
 HERE = Path(__file__).resolve().parent
-PACKAGE = HERE.parent
 TITLE = "LLM decoding with weights and KV cache offloaded, recorded with PyTorch"
 LIMITS = {"time_limit_s": 30.0, "memory_limit_mb": 2048, "cpus": 1, "gpus": 0}
 FLEXGEN = Scheme(
@@ -90,15 +88,5 @@ CASES = [
 # fmt: on
 
 
-def main() -> None:
-    write_offload_package(
-        PACKAGE, TITLE, LIMITS, CASES, 1, lambda case: read_trace(trace_path(HERE, case))
-    )
-
-
 if __name__ == "__main__":
-    names = {a for a in sys.argv[1:] if a != "--record"} or None
-    if "--record" in sys.argv:
-        record(HERE, CASES, names)
-    else:
-        main()
+    generator_main(HERE, TITLE, LIMITS, CASES, 1, sys.argv)
