@@ -17,6 +17,8 @@ from hypothesis import strategies as st
 from judge.types.offload.bound import _refetch_bound, exact_lower_bound
 from judge.types.offload.case import parse_case
 from judge.types.offload.plan import parse_plan
+from judge.types.offload.rules import check
+from judge.types.offload.simulate import simulate
 from judge.types.offload.verifier import verify
 from judge.verdict import Verdict
 from tests.conftest import ROOT
@@ -73,9 +75,11 @@ def greedy_makespan(raw: dict[str, Any]) -> Fraction:
     tensors = [(t["id"], t["size"], t["alignment"], t["uses"]) for t in raw["tensors"]]
     plan, leave, rec, offsets, _ = greedy.greedy_plan(raw, tensors, greedy.kinds_of(raw))
     body = greedy.plan_json(tensors, plan, offsets, leave, rec)
-    result = verify(case, parse_plan(body, "plan", case))
+    plan = parse_plan(body, "plan", case)
+    result = verify(case, plan)
     assert result.verdict == Verdict.OK, result.message
-    return Fraction(result.makespan)
+    timing = simulate(case, plan, check(case, plan)[1])  # exact: makespan_us is a float
+    return Fraction(timing.makespan, timing.unit)
 
 
 @st.composite
