@@ -6,6 +6,7 @@ program order: a buffer allocated during op t has lower = t, and a buffer whose
 last reader is op t gets upper = t + 1 (it is still live while t runs, so an
 op's inputs and outputs never share memory).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -92,8 +93,9 @@ def write_csv(path, bufs: list[Buffer]) -> None:
         f.write("".join(rows))
 
 
-def write_package(package, title: str, limits: dict, cases: list, build, only=None,
-                  version: int = 1) -> None:
+def write_package(
+    package, title: str, limits: dict, cases: list, build, only=None, version: int = 1
+) -> None:
     """Write data/<split>/<case>.csv and problem.toml of `package` from `cases`.
 
     `build(case)` returns the case's buffers; `only` limits the run to some case
@@ -104,16 +106,20 @@ def write_package(package, title: str, limits: dict, cases: list, build, only=No
         if only is None:  # stale files from an older case list must not survive
             for old in (package / "data" / split).glob("*.csv"):
                 old.unlink()
-    toml = [f'slug = "{package.name}"\nname = "{title}"\ntype = "offset"\nversion = {version}\n',
-            "\n[limits]\n" + "".join(f"{k} = {v}\n" for k, v in limits.items())]
+    toml = [
+        f'slug = "{package.name}"\nname = "{title}"\ntype = "offset"\nversion = {version}\n',
+        "\n[limits]\n" + "".join(f"{k} = {v}\n" for k, v in limits.items()),
+    ]
     for case in cases:
         if only is not None and case.name not in only:
             continue
         bufs = build(case)
         write_csv(package / "data" / case.split / f"{case.name}.csv", bufs)
         cap = capacity_for(bufs)
-        toml.append(f'\n[[cases]]\nname = "{case.name}"\nsplit = "{case.split}"\n'
-                    f"capacity = {cap}\nweight = {case.weight:.1f}\n")
+        toml.append(
+            f'\n[[cases]]\nname = "{case.name}"\nsplit = "{case.split}"\n'
+            f"capacity = {cap}\nweight = {case.weight:.1f}\n"
+        )
         print(f"{case.name}: {len(bufs)} buffers, lower bound {lower_bound(bufs)}, capacity {cap}")
     if only is None:
         (package / "problem.toml").write_text("".join(toml), newline="\n")

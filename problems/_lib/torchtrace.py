@@ -5,6 +5,7 @@ A tensor's life is [lower, upper) in aten-op indices of the recorded step; its i
 says what it is: category, the op that made it (or `pre` for what existed before
 the step: weights, optimizer state) and its index in the trace, e.g.
 `activation.bmm.1234`."""
+
 from __future__ import annotations
 
 import json

@@ -12,6 +12,7 @@ training step of one pipeline stage of GPT-2, recorded by `memorace trace train`
 its provenance (PyTorch version, model config, command). A case's capacity is 25 %
 above its lower bound (problems/_lib/timeline.py).
 """
+
 from __future__ import annotations
 
 import sys
@@ -28,10 +29,30 @@ TITLE = "GPT-2 training step on one pipeline stage, recorded with PyTorch"
 LIMITS = {"time_limit_s": 30.0, "memory_limit_mb": 2048, "cpus": 1, "gpus": 0}
 
 
-def train(model: str, stages: int, stage: int, mbs: int, batch: int, seq: int = 1024,
-          ragged: int | None = None) -> tuple[str, ...]:
-    args = ["train", "--model", f"gpt2-{model}", "--stages", str(stages), "--stage",
-            str(stage), "--micro-batches", str(mbs), "--batch", str(batch), "--seq", str(seq)]
+def train(
+    model: str,
+    stages: int,
+    stage: int,
+    mbs: int,
+    batch: int,
+    seq: int = 1024,
+    ragged: int | None = None,
+) -> tuple[str, ...]:
+    args = [
+        "train",
+        "--model",
+        f"gpt2-{model}",
+        "--stages",
+        str(stages),
+        "--stage",
+        str(stage),
+        "--micro-batches",
+        str(mbs),
+        "--batch",
+        str(batch),
+        "--seq",
+        str(seq),
+    ]
     return (*args, *(["--ragged-seed", str(ragged)] if ragged is not None else []))
 
 
@@ -48,10 +69,12 @@ CASES = [
     TraceCase("h03-medium-pp8-stage1-mb14x4", "hidden", train("medium", 8, 1, 14, 4, ragged=203)),
     TraceCase("h04-small-pp8-mb24x8", "hidden", train("small", 8, 0, 24, 8, ragged=205)),
     TraceCase("h05-medium-pp4-stage1-mb8x4", "hidden", train("medium", 4, 1, 8, 4, ragged=307)),
-    TraceCase("h06-medium-pp4-mb32x4", "hidden", train("medium", 4, 0, 32, 4, ragged=209),
-              weight=2.0),
-    TraceCase("h07-small-pp8-mb1460x8", "hidden", train("small", 8, 0, 1460, 8, ragged=205),
-              weight=2.0),
+    TraceCase(
+        "h06-medium-pp4-mb32x4", "hidden", train("medium", 4, 0, 32, 4, ragged=209), weight=2.0
+    ),
+    TraceCase(
+        "h07-small-pp8-mb1460x8", "hidden", train("small", 8, 0, 1460, 8, ragged=205), weight=2.0
+    ),
 ]
 
 

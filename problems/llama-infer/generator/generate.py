@@ -13,6 +13,7 @@ below; each trace holds its provenance (PyTorch version, model config, command).
 weights are left out (they live in their own region, not in the arena); a case's
 capacity is 25 % above its lower bound (problems/_lib/timeline.py).
 """
+
 from __future__ import annotations
 
 import sys
@@ -29,15 +30,43 @@ TITLE = "Llama serving with continuous batching and a KV cache, recorded with Py
 LIMITS = {"time_limit_s": 30.0, "memory_limit_mb": 2048, "cpus": 1, "gpus": 0}
 
 
-def serve(model: str, kv: int, seqs: int, prompt: int, output: int, arrivals: float,
-          steps: int, seed: int, layout: str = "growing") -> tuple[str, ...]:
+def serve(
+    model: str,
+    kv: int,
+    seqs: int,
+    prompt: int,
+    output: int,
+    arrivals: float,
+    steps: int,
+    seed: int,
+    layout: str = "growing",
+) -> tuple[str, ...]:
     """A window of `steps` engine steps: `seqs` requests at most in a batch, admitted while
     the KV cache can hold `kv` tokens of prompts and longest outputs; the window opens
     on a server whose queue holds `seqs` requests."""
-    return ("serve", "--model", f"llama-{model}", "--layout", layout, "--kv-budget", str(kv),
-            "--max-seqs", str(seqs), "--warm", str(seqs), "--prompt-mean", str(prompt),
-            "--output-mean", str(output), "--arrivals", str(arrivals), "--steps", str(steps),
-            "--seed", str(seed))
+    return (
+        "serve",
+        "--model",
+        f"llama-{model}",
+        "--layout",
+        layout,
+        "--kv-budget",
+        str(kv),
+        "--max-seqs",
+        str(seqs),
+        "--warm",
+        str(seqs),
+        "--prompt-mean",
+        str(prompt),
+        "--output-mean",
+        str(output),
+        "--arrivals",
+        str(arrivals),
+        "--steps",
+        str(steps),
+        "--seed",
+        str(seed),
+    )
 
 
 # Every case keeps the cache nearly full (requests wait in a queue until their prompt and
@@ -57,10 +86,12 @@ CASES = [
     TraceCase("h03-1b-kv6k-b48", "hidden", serve("1b", 6144, 48, 192, 24, 3.0, 10, 203)),
     TraceCase("h04-8b-kv3k-b48", "hidden", serve("8b", 3072, 48, 160, 20, 3.0, 8, 204)),
     TraceCase("h05-1b-kv6k-b64", "hidden", serve("1b", 6144, 64, 192, 24, 3.0, 14, 205)),
-    TraceCase("h06-8b-kv6k-b64", "hidden", serve("8b", 6144, 64, 256, 24, 3.0, 12, 216),
-              weight=2.0),
-    TraceCase("h07-1b-kv8k-b64-long", "hidden", serve("1b", 8192, 64, 256, 32, 3.0, 40, 227),
-              weight=2.0),
+    TraceCase(
+        "h06-8b-kv6k-b64", "hidden", serve("8b", 6144, 64, 256, 24, 3.0, 12, 216), weight=2.0
+    ),
+    TraceCase(
+        "h07-1b-kv8k-b64-long", "hidden", serve("1b", 8192, 64, 256, 32, 3.0, 40, 227), weight=2.0
+    ),
 ]
 
 
