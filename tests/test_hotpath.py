@@ -158,3 +158,19 @@ def test_a_kept_problem_page_is_the_route_s_own_bytes(client, monkeypatch):  # n
         assert "alice" not in client.get("/problems/tiny").text
     finally:
         client.headers["Authorization"] = admin
+
+
+def test_a_repeated_header_is_read_as_the_routes_read_it(client, monkeypatch):  # noqa: F811
+    """Two Authorization headers: the routes read the first (Starlette); the hot path
+    read the last, so a request the routes refuse was answered as another token's."""
+    monkeypatch.setattr(readcache, "STALENESS_S", LONG)
+    red = contestant(client, "red", "alice")
+    submit(client, red, 1)
+    _both(client, "/api/v1/submissions", red)  # kept now
+    twice = [("Authorization", "Bearer not-a-token"), ("Authorization", red["Authorization"])]
+    for path in ("/api/v1/submissions", "/api/v1/leaderboard/tiny", "/problems/tiny"):
+        client.cookies.clear()
+        client.get(path, headers=red)  # kept for red
+        reply = client.get(path, headers=twice)
+        assert reply.status_code == (200 if path.startswith("/problems/") else 401), path
+        assert "alice" not in reply.text  # a page: as nobody's, the route's way
