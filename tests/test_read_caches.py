@@ -14,7 +14,7 @@ from api import tokencache
 from api.db.models import ApiToken
 from api.db.session import get_engine, session_scope
 from api.settings import get_settings
-from tests.test_read_scaling import client, contestant, submit  # noqa: F401  (the fixture)
+from tests.test_read_scaling import client, contestant, judge, submit  # noqa: F401
 
 
 def _case_row(html: str, case: str) -> str:
@@ -100,3 +100,23 @@ def test_a_revocation_during_a_token_check_is_not_outlived(client, monkeypatch):
     for path in ("/api/v1/me", "/api/v1/submissions", "/api/v1/leaderboard/tiny"):
         gone = client.get(path, headers=red)
         assert gone.status_code == 401 and "revoked" in gone.json()["detail"], path
+
+
+def test_a_frozen_board_s_etag_says_nothing_its_body_does_not(client):  # noqa: F811
+    """The ETag was the global board counter: during a freeze a team saw it move with
+    every other team's judging (and a hidden-only rescore), which the board hides."""
+    red, blue = contestant(client, "red", "alice"), contestant(client, "blue", "bob")
+    reply = client.put("/api/v1/admin/contest", json={"freeze_at": "2000-01-01T00:00:00Z"})
+    assert reply.status_code == 200, reply.text
+    client.cookies.clear()
+    before = client.get("/api/v1/leaderboard/tiny", headers=red)
+    for n in range(2):
+        judge(submit(client, blue, n), {"one": 1.0, "three": 1.0, "two": 1.0})
+    client.cookies.clear()
+    after = client.get("/api/v1/leaderboard/tiny", headers=red)
+    assert after.content == before.content  # blue's newer submissions stay off red's board
+    assert after.headers["ETag"] == before.headers["ETag"]
+    again = {**red, "If-None-Match": before.headers["ETag"]}
+    assert client.get("/api/v1/leaderboard/tiny", headers=again).status_code == 304
+    blue_board = client.get("/api/v1/leaderboard/tiny", headers=blue)
+    assert [r["team"] for r in blue_board.json()["rows"]] == ["blue"]
