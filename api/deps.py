@@ -145,10 +145,11 @@ def token_user(db: Session, settings: Settings, token: str, entry: tokencache.En
     stale), which only a read may use; a write checks the database."""
     digest = token_hash(token)
     if entry is None:
+        gen = tokencache.generation()
         check = check_token(db, token)
         if check.row is None or check.refusal:
             raise Unauthorized(check.refusal)
-        tokencache.remember(db, digest, check.row, check.row.user)
+        tokencache.remember(db, digest, check.row, check.row.user, gen)
         last_used, token_id, user = check.row.last_used_at, check.row.id, check.row.user
     else:
         last_used, token_id = entry.last_used_at, entry.token_id

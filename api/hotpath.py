@@ -70,7 +70,7 @@ class HotReads:
         board, page = path.startswith(BOARD_PREFIX), path.startswith(PAGE_PREFIX)
         if scope["query_string"] or not (board or page or path == LIST_PATH):
             return None
-        headers = dict(scope["headers"])
+        headers = dict(reversed(scope["headers"]))  # a repeated one: the first, as Starlette
         if b"cookie" in headers:
             return None  # a web session decides who asks: the routes know how
         caller = self._caller(headers.get(b"authorization"))

@@ -8,11 +8,13 @@ the board for contestants (admins see everything).
 A board is computed once per change: each API process keeps it, keyed by the problem
 version, the database's board counter (api.db.board) and the viewer's class, so a
 request costs one query (api.db.board.snapshot) while nothing changes, and none while
-api.readcache holds that snapshot (at most its lifetime()); the key is the ETag.
+api.readcache holds that snapshot (at most its lifetime()). The ETag is the answer's
+hash: the key's counter would tell a frozen board's reader of every other team's judging.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import threading
 from collections import OrderedDict
@@ -74,7 +76,8 @@ def cached_leaderboard(db: Session, slug: str, viewer: Viewer) -> Board:
             _cache.move_to_end(key)
             return found
     body = leaderboard(db, slug, viewer)
-    made = Board(key[1], body, json.dumps(body, separators=(",", ":")).encode())
+    encoded = json.dumps(body, separators=(",", ":")).encode()
+    made = Board(_etag(encoded), body, encoded)
     with _lock:
         _cache[key] = made
         while len(_cache) > CACHED_BOARDS:
@@ -82,9 +85,16 @@ def cached_leaderboard(db: Session, slug: str, viewer: Viewer) -> Board:
     return made
 
 
+def _etag(encoded: bytes) -> str:
+    """Of the answer itself: the cache key's board counter moves with every team's
+    judging, which a frozen board hides (and with hidden scores before the reveal)."""
+    return f'"lb-{hashlib.sha256(encoded).hexdigest()[:24]}"'
+
+
 def _key(db: Session, state: board.Snapshot, viewer: Viewer) -> tuple[Hashable, str]:
-    """(the database, the ETag). By database too: one process may serve apps on several
-    (tests, an operator's second instance), whose version ids and counters coincide."""
+    """(the database, the board's version, counter and viewer class). By database too:
+    one process may serve apps on several (tests, an operator's second instance), whose
+    version ids and counters coincide."""
     return _key_at(readcache.database(db), state, viewer)
 
 

@@ -45,6 +45,14 @@ class Entry:
 
 _entries: OrderedDict[tuple[str, str], Entry] = OrderedDict()
 _lock = threading.Lock()
+# Counts clears: a check read from the database before a clear is not kept after it
+# (a revocation or a team move committed meanwhile would then live a whole TTL).
+_clears = [0]
+
+
+def generation() -> int:
+    """Taken before a token's database check; remember() needs it."""
+    return _clears[0]
 
 
 def _key(db: Session, digest: str) -> tuple[str, str]:
@@ -64,12 +72,15 @@ def _attach(db: Session, model: type, columns: dict[str, Any]) -> Any:
     return obj
 
 
-def remember(db: Session, digest: str, row: ApiToken, user: User) -> None:
+def remember(db: Session, digest: str, row: ApiToken, user: User, gen: int) -> None:
+    """Keeps the check read from the database since generation() was `gen`."""
     team = user.team  # loaded now, while the session is open
     entry = Entry(row.id, row.expires_at, row.last_used_at, _columns(user),
                   _columns(team) if team else None, time.monotonic())  # fmt: skip
     key = _key(db, digest)
     with _lock:
+        if _clears[0] != gen:
+            return  # cleared while it was read: it may predate the change
         _entries[key] = entry
         _entries.move_to_end(key)
         while len(_entries) > MAX_ENTRIES:
@@ -123,4 +134,5 @@ def touched(digest: str, url: str, when: datetime) -> None:
 def clear() -> None:
     """After a revocation in this process: every token is checked again."""
     with _lock:
+        _clears[0] += 1
         _entries.clear()

@@ -6,6 +6,8 @@ to the routes. Both backends, the in-process ASGI client."""
 from __future__ import annotations
 
 import string
+import time
+from datetime import UTC, datetime, timedelta
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -158,3 +160,39 @@ def test_a_kept_problem_page_is_the_route_s_own_bytes(client, monkeypatch):  # n
         assert "alice" not in client.get("/problems/tiny").text
     finally:
         client.headers["Authorization"] = admin
+
+
+def test_a_repeated_header_is_read_as_the_routes_read_it(client, monkeypatch):  # noqa: F811
+    """Two Authorization headers: the routes read the first (Starlette); the hot path
+    read the last, so a request the routes refuse was answered as another token's."""
+    monkeypatch.setattr(readcache, "STALENESS_S", LONG)
+    red = contestant(client, "red", "alice")
+    submit(client, red, 1)
+    _both(client, "/api/v1/submissions", red)  # kept now
+    twice = [("Authorization", "Bearer not-a-token"), ("Authorization", red["Authorization"])]
+    for path in ("/api/v1/submissions", "/api/v1/leaderboard/tiny", "/problems/tiny"):
+        client.cookies.clear()
+        client.get(path, headers=red)  # kept for red
+        reply = client.get(path, headers=twice)
+        assert reply.status_code == (200 if path.startswith("/problems/") else 401), path
+        assert "alice" not in reply.text  # a page: as nobody's, the route's way
+
+
+def test_an_expired_token_gets_no_kept_answer(client, monkeypatch):  # noqa: F811
+    """The token cache keeps the expiry: a kept answer stops at the expiry, not at the
+    cache's TTL (a minute while the Redis news is heard)."""
+    monkeypatch.setattr(readcache, "STALENESS_S", LONG)
+    contestant(client, "red", "alice")
+    until = (datetime.now(UTC) + timedelta(seconds=3)).isoformat()
+    reply = client.post("/api/v1/admin/tokens", json={"username": "alice", "expires_at": until})
+    red = {"Authorization": f"Bearer {reply.json()['token']}"}
+    paths = ("/api/v1/submissions", "/api/v1/leaderboard/tiny", "/problems/tiny")
+    for path in paths:
+        _both(client, path, red)  # kept now, and answered from memory
+    time.sleep(max(0.0, datetime.fromisoformat(until).timestamp() - time.time()) + 0.2)
+    before = hotpath.served[0]
+    for path in paths:
+        client.cookies.clear()
+        reply = client.get(path, headers=red)
+        assert "alice" not in reply.text and reply.status_code in (200, 401), path
+    assert hotpath.served[0] == before

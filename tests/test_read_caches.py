@@ -12,9 +12,9 @@ from sqlalchemy import update
 
 from api import tokencache
 from api.db.models import ApiToken
-from api.db.session import session_scope
+from api.db.session import get_engine, session_scope
 from api.settings import get_settings
-from tests.test_read_scaling import client, contestant, submit  # noqa: F401  (the fixture)
+from tests.test_read_scaling import client, contestant, judge, submit  # noqa: F401
 
 
 def _case_row(html: str, case: str) -> str:
@@ -55,8 +55,9 @@ def test_token_cache_keeps_users_apart_and_revocations_bounded(client, monkeypat
 
     # Revoked behind this process's back (another API process, or by hand): reads may
     # still pass until the cached check is TTL_S old; a write is refused at once.
-    with session_scope(get_settings().database_url) as db:
-        db.execute(update(ApiToken).where(ApiToken.user_id != 1).values(revoked=True))
+    # (A Core connection: an ORM session's commit here would clear the cache at once.)
+    with get_engine(get_settings().database_url).begin() as conn:
+        conn.execute(update(ApiToken).where(ApiToken.user_id != 1).values(revoked=True))
     assert client.get("/api/v1/me", headers=red).status_code == 200
     files = {"file": ("p.py", b"print(1)\n")}
     refused = client.post("/api/v1/submissions", headers=red, data={"problem": "tiny"}, files=files)
@@ -74,3 +75,48 @@ def test_revocation_in_this_process_counts_at_once(client):  # noqa: F811
     assert client.delete(f"/api/v1/admin/tokens/{mine}").status_code == 200
     gone = client.get("/api/v1/me", headers=red)
     assert gone.status_code == 401 and "revoked" in gone.json()["detail"]
+
+
+def test_a_revocation_during_a_token_check_is_not_outlived(client, monkeypatch):  # noqa: F811
+    """A token checked in the database just before its revocation committed (another
+    request of this process, or another process whose news came meanwhile) was kept
+    after the revocation's clear: then read on for the cache's whole TTL (a minute while
+    the Redis news is heard)."""
+    from api import deps
+
+    red = contestant(client, "red", "alice")
+    real = deps.check_token
+
+    def revoked_meanwhile(db, token):
+        found = real(db, token)  # read before the revocation commits
+        with session_scope(get_settings().database_url) as other:  # clears at its commit
+            other.execute(update(ApiToken).where(ApiToken.user_id != 1).values(revoked=True))
+        return found
+
+    monkeypatch.setattr(deps, "check_token", revoked_meanwhile)
+    client.cookies.clear()
+    assert client.get("/api/v1/me", headers=red).status_code == 200  # read before: allowed
+    monkeypatch.setattr(deps, "check_token", real)
+    for path in ("/api/v1/me", "/api/v1/submissions", "/api/v1/leaderboard/tiny"):
+        gone = client.get(path, headers=red)
+        assert gone.status_code == 401 and "revoked" in gone.json()["detail"], path
+
+
+def test_a_frozen_board_s_etag_says_nothing_its_body_does_not(client):  # noqa: F811
+    """The ETag was the global board counter: during a freeze a team saw it move with
+    every other team's judging (and a hidden-only rescore), which the board hides."""
+    red, blue = contestant(client, "red", "alice"), contestant(client, "blue", "bob")
+    reply = client.put("/api/v1/admin/contest", json={"freeze_at": "2000-01-01T00:00:00Z"})
+    assert reply.status_code == 200, reply.text
+    client.cookies.clear()
+    before = client.get("/api/v1/leaderboard/tiny", headers=red)
+    for n in range(2):
+        judge(submit(client, blue, n), {"one": 1.0, "three": 1.0, "two": 1.0})
+    client.cookies.clear()
+    after = client.get("/api/v1/leaderboard/tiny", headers=red)
+    assert after.content == before.content  # blue's newer submissions stay off red's board
+    assert after.headers["ETag"] == before.headers["ETag"]
+    again = {**red, "If-None-Match": before.headers["ETag"]}
+    assert client.get("/api/v1/leaderboard/tiny", headers=again).status_code == 304
+    blue_board = client.get("/api/v1/leaderboard/tiny", headers=blue)
+    assert [r["team"] for r in blue_board.json()["rows"]] == ["blue"]

@@ -48,6 +48,7 @@ def test_a_change_behind_our_back_shows_within_the_staleness_bound(client, monke
     assert _list(client, red)[0]["status_detail"] == "waiting for a worker"
     board = client.get("/api/v1/leaderboard/tiny", headers=red).headers["ETag"]
     _behind_our_back(f"UPDATE submissions SET status_detail = 'moved' WHERE id = {sub}")
+    _behind_our_back("UPDATE contest SET hidden_revealed = TRUE WHERE id = 1")  # shown
     _behind_our_back("UPDATE board_state SET version = version + 1")
     # Still the kept answers: no commit here, no news (the embedded broker has none).
     assert _list(client, red)[0]["status_detail"] == "waiting for a worker"
