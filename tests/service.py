@@ -253,6 +253,9 @@ def start_service(
     # The reference planners are judged as baselines only where a test asks for them
     # (extra_env MEMORACE_BASELINES=1): elsewhere they would queue before its own work.
     env["MEMORACE_BASELINES"] = "0"
+    # Workers look for a message on the embedded broker 10 times a second, not once: each
+    # judging of a test would otherwise wait half a second on average before it starts.
+    env["MEMORACE_QUEUE_POLL_S"] = "0.1"
     if database_url:
         env["MEMORACE_DATABASE_URL"] = database_url
     if broker_url:
