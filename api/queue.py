@@ -47,6 +47,7 @@ def celery_config(settings: Settings) -> dict[str, Any]:
             "data_folder_in": queue,
             "data_folder_out": queue,
             "control_folder": str(settings.queue_dir / "control"),
+            "polling_interval": settings.queue_poll_s,
         }
     return {
         "broker_url": settings.broker_url,

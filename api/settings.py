@@ -93,6 +93,9 @@ class Settings:
     event_streams_per_process: int = field(
         default_factory=lambda: _int("EVENT_STREAMS_PER_PROCESS", 5000)
     )
+    # How often a worker looks into the embedded broker's folder for a message (kombu's own
+    # default); tests shorten it so that each judging does not wait up to a second.
+    queue_poll_s: float = field(default_factory=lambda: _float("QUEUE_POLL_S", 1.0))
     # The broadcaster's one poll of the watched submissions (embedded broker, or Redis down).
     event_poll_s: float = field(default_factory=lambda: _float("EVENT_POLL_S", 0.25))
     # Where uploads, plans and problem packages live (api.blobs): "local" (a folder of

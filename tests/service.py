@@ -253,6 +253,9 @@ def start_service(
     # The reference planners are judged as baselines only where a test asks for them
     # (extra_env MEMORACE_BASELINES=1): elsewhere they would queue before its own work.
     env["MEMORACE_BASELINES"] = "0"
+    # Workers look for a message on the embedded broker 10 times a second, not once: each
+    # judging of a test would otherwise wait half a second on average before it starts.
+    env["MEMORACE_QUEUE_POLL_S"] = "0.1"
     if database_url:
         env["MEMORACE_DATABASE_URL"] = database_url
     if broker_url:
@@ -272,10 +275,16 @@ def start_service(
 
 
 def small_package(
-    tmp: Path, slug: str = "mini-gpt2", public: int = 2, hidden: int = 1, source: str = "gpt2-train"
+    tmp: Path,
+    slug: str = "mini-gpt2",
+    public: int = 2,
+    hidden: int = 1,
+    source: str = "gpt2-train",
+    time_limit_s: float = 10.0,
 ) -> Path:
     """A small problem made from the smallest cases of a shipped package (the project's
-    own generated data), so that a judging takes seconds."""
+    own generated data), so that a judging takes seconds. `time_limit_s`: the anytime
+    strong reference searches for 0.8 of it on every case, whatever the case's size."""
     origin = ROOT / "problems" / source
     meta = tomllib.loads((origin / "problem.toml").read_text())
     suffix = ".json" if meta["type"] == "offload" else ".csv"
@@ -297,7 +306,7 @@ def small_package(
         "version = 1",
         "",
         "[limits]",
-        "time_limit_s = 10.0",
+        f"time_limit_s = {time_limit_s}",
         "memory_limit_mb = 1024",
         "",
     ]

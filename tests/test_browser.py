@@ -51,7 +51,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Service]:
     need_browser()
     tmp = tmp_path_factory.mktemp("browser")
     service = start_service(
-        tmp, [small_package(tmp, PROBLEM)], sandbox="local",
+        tmp, [small_package(tmp, PROBLEM, time_limit_s=4.0)], sandbox="local",
         extra_env={"MEMORACE_BASELINES": "1"},  # the board's reference rows
     )  # fmt: skip
     try:

@@ -1,6 +1,7 @@
 """Every reader of outside input, fed random and mutated bytes, deep nesting and huge
 integers: only the documented errors (judge.errors.InputError and its family) may
-escape, never a traceback (issue 9). 10,000 examples per reader.
+escape, never a traceback (issue 9). 10,000 inputs per reader from a seeded sweep of
+plain random draws (fast), and 2,000 more from hypothesis (its edge-first search).
 
 Seeds are small valid inputs cut from the shipped problems (a few rows, steps and
 tensors each), so that mutations reach the checks behind the syntax; a parsed plan
@@ -41,9 +42,12 @@ from tests.test_package import GOOD_TOML
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = int(os.environ.get("MEMORACE_FUZZ_EXAMPLES", "10000"))  # fewer only while developing
+# Hypothesis's engine costs several times what the readers do per example: the sweep
+# draws the same families with `random` and carries the 10,000.
 FUZZ = settings(
-    max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck), database=None
-)
+    max_examples=max(1, EXAMPLES // 5), deadline=None, suppress_health_check=list(HealthCheck),
+    database=None,
+)  # fmt: skip
 
 # Tokens that broke readers before, or could: long and wide integers, nesting, line ends.
 SPECIAL = [
@@ -95,7 +99,33 @@ RANDOM = st.binary(max_size=300)
 
 
 def inputs(seeds: list[bytes]) -> st.SearchStrategy[bytes]:
-    return st.one_of(mutated(seeds), mutated(seeds), RANDOM, DEEP)
+    strategy = st.one_of(mutated(seeds), mutated(seeds), RANDOM, DEEP)
+    SEEDS_OF[id(strategy)] = seeds
+    return strategy
+
+
+SEEDS_OF: dict[int, list[bytes]] = {}  # inputs(seeds) -> seeds, for the sweep's draws
+
+
+def random_input(rng: random.Random, strategy: st.SearchStrategy[bytes]) -> bytes:
+    """What `strategy` (made by inputs()) draws, drawn with `rng`: the same mix."""
+    pick = rng.randrange(4)
+    if pick < 2:
+        return mutate(rng.choice(SEEDS_OF[id(strategy)]), rng.getrandbits(64))
+    if pick == 2:
+        return rng.randbytes(rng.randrange(301))
+    return _repeat(rng.choice([b"[", b'{"a":', b"a = [", b"a = {b = "]), rng.randint(100, 100_000))
+
+
+def sweep(check: Any, draw: Any) -> None:
+    """`check(*draw(rng))` for EXAMPLES seeded draws; a failure names its draw."""
+    for i in range(EXAMPLES):
+        rng = random.Random(i)
+        args = draw(rng)
+        try:
+            check(*args)
+        except Exception as exc:
+            raise AssertionError(f"sweep draw {i}: {args!r:.300}") from exc
 
 
 # --- seeds from the shipped problems -----------------------------------------------------------
@@ -200,8 +230,12 @@ PLAN_SEEDS = {
 @FUZZ
 @given(data=st.data())
 def test_case_reader(kind: str, data: st.DataObject):
-    parse, fuzzed, capacities, _, _ = READERS[kind]
-    raw, capacity = data.draw(fuzzed), data.draw(st.sampled_from(capacities))
+    _, fuzzed, capacities, _, _ = READERS[kind]
+    read_case(kind, data.draw(fuzzed), data.draw(st.sampled_from(capacities)))
+
+
+def read_case(kind: str, raw: bytes, capacity: int | None) -> None:
+    parse = READERS[kind][0]
     try:
         case = parse(raw, "case", capacity)
     except CaseError:
@@ -213,13 +247,32 @@ def test_case_reader(kind: str, data: st.DataObject):
 @FUZZ
 @given(data=st.data())
 def test_plan_reader(kind: str, data: st.DataObject):
-    _, _, _, parse, name = READERS[kind]
     case, fuzzed = data.draw(st.sampled_from(PLAN_SEEDS[kind]))
+    read_plan(kind, case, data.draw(fuzzed))
+
+
+def read_plan(kind: str, case: Any, raw: bytes) -> None:
+    _, _, _, parse, name = READERS[kind]
     try:
-        plan = parse(data.draw(fuzzed), name, case)
+        plan = parse(raw, name, case)
     except PlanError:
         return
     check_everything(kind, case, plan)
+
+
+@pytest.mark.parametrize("kind", ["offset", "offload"])
+def test_case_and_plan_readers_on_a_seeded_sweep(kind: str):
+    _, fuzzed, capacities, _, _ = READERS[kind]
+
+    def draw_case(rng: random.Random) -> tuple[Any, ...]:
+        return kind, random_input(rng, fuzzed), rng.choice(capacities)
+
+    def draw_plan(rng: random.Random) -> tuple[Any, ...]:
+        case, plans = rng.choice(PLAN_SEEDS[kind])
+        return kind, case, random_input(rng, plans)
+
+    sweep(read_case, draw_case)
+    sweep(read_plan, draw_plan)
 
 
 def test_file_readers_refuse_what_is_not_a_file(tmp_path: Path):
@@ -262,7 +315,8 @@ PACKAGE_INPUTS = {
     "offset": (inputs([TINY_TOML]), inputs(OFFSET_CASES), st.sampled_from(OFFSET_CASES)),
     "offload": (inputs([OFFLOAD_TOML]), inputs(OFFLOAD_CASES), st.sampled_from(OFFLOAD_CASES)),
 }
-STATEMENTS = mutated([b"# Tiny\n\nPlace the buffers.\n"])
+STATEMENT = b"# Tiny\n\nPlace the buffers.\n"
+STATEMENTS = mutated([STATEMENT])
 
 
 @FUZZ
@@ -273,13 +327,32 @@ STATEMENTS = mutated([b"# Tiny\n\nPlace the buffers.\n"])
 )
 def test_package_loader(scratch: Path, kind: str, data: st.DataObject, layout: str):
     toml, fuzzed_case, good_case = PACKAGE_INPUTS[kind]
+    drawn = [data.draw(toml), data.draw(STATEMENTS), data.draw(fuzzed_case), data.draw(good_case)]
+    load_package(scratch, kind, layout, *drawn)
+
+
+def test_package_loader_on_a_seeded_sweep(scratch: Path):
+    def draw(rng: random.Random) -> tuple[Any, ...]:
+        kind = rng.choice(["offset", "offload"])
+        toml, fuzzed_case, _ = PACKAGE_INPUTS[kind]
+        good = rng.choice(OFFSET_CASES if kind == "offset" else OFFLOAD_CASES)
+        statement = mutate(STATEMENT, rng.getrandbits(64))
+        fuzzed = (random_input(rng, toml), statement, random_input(rng, fuzzed_case), good)
+        return scratch, kind, rng.choice(LAYOUTS), *fuzzed
+
+    sweep(load_package, draw)
+
+
+def load_package(
+    scratch: Path, kind: str, layout: str, toml: bytes, statement: bytes, case: bytes, good: bytes
+) -> None:
     suffix = ".csv" if kind == "offset" else ".json"
     pkg = fresh(scratch / "pkg" / "tiny")
     files = {
-        "problem.toml": data.draw(toml),
-        "statement.md": data.draw(STATEMENTS),
-        f"data/public/one{suffix}": data.draw(fuzzed_case),
-        f"data/hidden/two{suffix}": data.draw(good_case),
+        "problem.toml": toml,
+        "statement.md": statement,
+        f"data/public/one{suffix}": case,
+        f"data/hidden/two{suffix}": good,
     }
     for name, content in files.items():
         path = pkg / name
@@ -293,6 +366,7 @@ def test_package_loader(scratch: Path, kind: str, data: st.DataObject, layout: s
 
 
 MM_NAMES = ["input.12.csv", "A.1048576.csv", "case.csv", "b.99999999999999999999999.csv"]
+MM_CASES = inputs(OFFSET_CASES)
 
 
 def _csv_name(stem: str) -> str:
@@ -310,7 +384,7 @@ NAME_TEXT = st.text(st.characters(blacklist_characters="/\x00"), min_size=1, max
                 st.sampled_from(MM_NAMES),
                 NAME_TEXT.map(_csv_name),
             ),
-            inputs(OFFSET_CASES),
+            MM_CASES,
         ),
         min_size=1,
         max_size=3,
@@ -318,6 +392,26 @@ NAME_TEXT = st.text(st.characters(blacklist_characters="/\x00"), min_size=1, max
     st.sampled_from([None, 2**30]),
 )
 def test_minimalloc_importer(scratch: Path, files: list[tuple[str, bytes]], capacity: int | None):
+    import_files(scratch, files, capacity)
+
+
+def test_minimalloc_importer_on_a_seeded_sweep(scratch: Path):
+    def name(rng: random.Random) -> str:
+        if rng.randrange(2):
+            return rng.choice(MM_NAMES)
+        # any character but / and NUL, surrogates included (as st.characters draws them)
+        chars = [rng.choice([rng.randrange(1, 128), rng.randrange(1, 0x110000)])
+                 for _ in range(rng.randint(1, 30))]  # fmt: skip
+        return ("".join(chr(c) for c in chars if c != ord("/")) or "x") + ".csv"
+
+    def draw(rng: random.Random) -> tuple[Any, ...]:
+        files = [(name(rng), random_input(rng, MM_CASES)) for _ in range(rng.randint(1, 3))]
+        return scratch, files, rng.choice([None, 2**30])
+
+    sweep(import_files, draw)
+
+
+def import_files(scratch: Path, files: list[tuple[str, bytes]], capacity: int | None) -> None:
     source = fresh(scratch / "mm-source")
     dest = fresh(scratch / "mm-dest")
     for name, content in files:
@@ -367,12 +461,24 @@ ARCHIVE_INPUTS = {
     st.data(),
 )
 def test_archive_unpacking(scratch: Path, kind: str, data: st.DataObject):
+    unpack(scratch, kind, data.draw(ARCHIVE_INPUTS[kind]))
+
+
+def test_archive_unpacking_on_a_seeded_sweep(scratch: Path):
+    def draw(rng: random.Random) -> tuple[Any, ...]:
+        kind = rng.choice(["zip", "tar", "tgz"])
+        return scratch, kind, random_input(rng, ARCHIVE_INPUTS[kind])
+
+    sweep(unpack, draw)
+
+
+def unpack(scratch: Path, kind: str, fuzzed: bytes) -> None:
     if kind == "zip":
-        raw, name = data.draw(ARCHIVE_INPUTS["zip"]), "sub.zip"
+        raw, name = fuzzed, "sub.zip"
     elif kind == "tar":  # a fuzzed tar inside a valid gzip stream
-        raw, name = gzip.compress(data.draw(ARCHIVE_INPUTS["tar"]), mtime=0), "sub.tar.gz"
+        raw, name = gzip.compress(fuzzed, mtime=0), "sub.tar.gz"
     else:
-        raw, name = data.draw(ARCHIVE_INPUTS["tgz"]), "sub.tgz"
+        raw, name = fuzzed, "sub.tgz"
     folder = fresh(scratch / "upload")
     source = folder / name
     source.write_bytes(raw)
