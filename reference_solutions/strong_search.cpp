@@ -11,9 +11,12 @@
 //      always exists), then several orderings (size, live total, area,
 //      lifespan) with three placement rules: first fit and best fit (lowest /
 //      tightest address gap free over the whole lifespan) and a "floor dive"
-//      (the canonical search's first path, without backtracking).  Overlaps
-//      come from a segment tree over compressed time, so a run costs about
-//      O(n * live * log n), never an all-pairs scan.  The best seed is
+//      (the canonical search's first path, without backtracking).  First and
+//      best fit find the placed buffers that meet a lifespan with
+//      greedy_size.cpp's PlacedSet (a stabbing tree plus a bitset, each one
+//      reported once), so greedy by size runs as fast as greedy_size; a run
+//      costs O(n log n) plus the overlapping pairs, never an all-pairs scan.
+//      The best seed is
 //      written to plan.csv at once.  Large traces (over 5,000 buffers): the
 //      sweep plan is written first, then best_fit's skyline rules (they win on
 //      most large traces), then greedy by size until the deadline.
@@ -39,7 +42,9 @@
 //          buffer would then fit entirely in the gap below;
 //        - decomposition: when no unplaced buffer crosses a section boundary,
 //          the two sides are solved independently (failure of one side fails
-//          the node without re-enumerating the other side).
+//          the node without re-enumerating the other side), each with its
+//          preorder ranked again on what is left of it (MiniMalloc's SubSolve:
+//          T, the largest section total, counts only unplaced buffers).
 //      First T = capacity (only if the seed does not fit), then T is tightened
 //      by rounds of growing budget: the lower bound first, then a binary
 //      search between it and the current peak, until peak == lower bound or
@@ -1127,7 +1132,7 @@ class SkylineFit {
     i64 rankPeak = kInf;
     for (const auto& r : rules) {
       if (&r != &rules[0] && rulesDeadline.passed()) break;
-      const i64 peak = run(r, best);
+      const i64 peak = run(r, best, &r == &rules[0] ? nullptr : &rulesDeadline);
       logLine("skyline best fit: peak %lld", peak);
       if (peak < rankPeak) rankPeak = peak, rank = r;
     }
@@ -1216,12 +1221,17 @@ class SkylineFit {
   }
 
   // One skyline run under `rank`; replaces `best` when strictly lower.
-  i64 run(const std::vector<int>& rank, Plan& best) {
+  // One skyline run under `rank`; kInf when `stop` passes mid-way (on 100k
+  // buffers a run takes about half a second: it must not overrun the limit).
+  i64 run(const std::vector<int>& rank, Plan& best, const Deadline* stop = nullptr) {
     FitCandidates candidates(rank, hi_);
     Skyline skyline(slots_);
     off_.assign(ids_.size(), 0);
     i64 peak = 0;
+    const Deadline never{1e300};
+    DeadlinePacer pacer(stop ? *stop : never);
     for (size_t placed = 0; placed < ids_.size();) {
+      if (stop && pacer.passed(64)) return kInf;
       const Skyline::Segment seg = skyline.lowest();
       const int first = (int)(std::lower_bound(lo_.begin(), lo_.end(), seg.start) - lo_.begin());
       const int last = (int)(std::lower_bound(lo_.begin(), lo_.end(), seg.end) - lo_.begin());
@@ -1250,7 +1260,7 @@ class SkylineFit {
                const Deadline& deadline) {
     std::mt19937_64 rng(20231201);
     std::vector<i64> rankOff = off_;
-    run(rank, best);  // off_ of the chosen rank
+    if (run(rank, best, &deadline) == kInf) return;  // off_ of the chosen rank
     rankOff = off_;
     const int n = (int)ids_.size();
     std::vector<std::pair<double, int>> keyed(n);
@@ -1284,7 +1294,7 @@ class SkylineFit {
       std::sort(keyed.begin(), keyed.end());
       std::vector<int> next(n);
       for (int r = 0; r < n; ++r) next[keyed[r].second] = r;
-      const i64 peak = run(next, best);
+      const i64 peak = run(next, best, &deadline);
       if (peak <= rankPeak) {
         if (peak < rankPeak) logLine("skyline iteration %d (move %d): peak %lld", trials, move, peak);
         if (peak < rankPeak && peak <= best.peak) {
