@@ -54,6 +54,14 @@
 //   4. The best plan is written (a search plan only after validation).
 //
 // Set STRONG_SEARCH_VERBOSE=1 for progress lines on stderr.
+//
+// Sections (each opens with a header comment): time keeping; input / output;
+// basic facts about a case (lower bound, slots); OverlapIndex (segment tree
+// over slots, used by the floor dive and the skyline's descent); PlacedSet
+// (greedy_size's overlap structure: first / best fit, plan checks); greedy
+// seeds (first / best fit, sweep allocator, floor dive, iterated greedy);
+// skyline best fit and its iterated variant; canonical search; anytime driver
+// (fit the capacity, then tighten); putting it together (time plan, main).
 
 #include <pthread.h>
 
