@@ -11,9 +11,12 @@
 //      always exists), then several orderings (size, live total, area,
 //      lifespan) with three placement rules: first fit and best fit (lowest /
 //      tightest address gap free over the whole lifespan) and a "floor dive"
-//      (the canonical search's first path, without backtracking).  Overlaps
-//      come from a segment tree over compressed time, so a run costs about
-//      O(n * live * log n), never an all-pairs scan.  The best seed is
+//      (the canonical search's first path, without backtracking).  First and
+//      best fit find the placed buffers that meet a lifespan with
+//      greedy_size.cpp's PlacedSet (a stabbing tree plus a bitset, each one
+//      reported once), so greedy by size runs as fast as greedy_size; a run
+//      costs O(n log n) plus the overlapping pairs, never an all-pairs scan.
+//      The best seed is
 //      written to plan.csv at once.  Large traces (over 5,000 buffers): the
 //      sweep plan is written first, then best_fit's skyline rules (they win on
 //      most large traces), then greedy by size until the deadline.
@@ -39,7 +42,9 @@
 //          buffer would then fit entirely in the gap below;
 //        - decomposition: when no unplaced buffer crosses a section boundary,
 //          the two sides are solved independently (failure of one side fails
-//          the node without re-enumerating the other side).
+//          the node without re-enumerating the other side), each with its
+//          preorder ranked again on what is left of it (MiniMalloc's SubSolve:
+//          T, the largest section total, counts only unplaced buffers).
 //      First T = capacity (only if the seed does not fit), then T is tightened
 //      by rounds of growing budget: the lower bound first, then a binary
 //      search between it and the current peak, until peak == lower bound or
@@ -49,10 +54,19 @@
 //   4. The best plan is written (a search plan only after validation).
 //
 // Set STRONG_SEARCH_VERBOSE=1 for progress lines on stderr.
+//
+// Sections (each opens with a header comment): time keeping; input / output;
+// basic facts about a case (lower bound, slots); OverlapIndex (segment tree
+// over slots, used by the floor dive and the skyline's descent); PlacedSet
+// (greedy_size's overlap structure: first / best fit, plan checks); greedy
+// seeds (first / best fit, sweep allocator, floor dive, iterated greedy);
+// skyline best fit and its iterated variant; canonical search; anytime driver
+// (fit the capacity, then tighten); putting it together (time plan, main).
 
 #include <pthread.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cctype>
 #include <cstdint>
@@ -432,25 +446,108 @@ class OverlapIndex {
   std::vector<Entry> pool_;
 };
 
+// ---------------------------------------------------------------------------
+// PlacedSet: the address ranges of placed buffers that meet a lifespan, each
+// reported exactly once (greedy_size.cpp's structure).
+//
+// A placed lifespan [a, b) meets a query [lo, hi) iff either (1) it is live
+// at lo (a <= lo < b), a stabbing query on a segment tree over slots whose
+// nodes hold the canonical pieces of placed lifespans with their address
+// ranges inline, or (2) it starts inside the query (lo < a < hi), a range of
+// buffer positions by lower, kept as a bitset of placed positions.  A query
+// costs O(log m + k + range / 64) for k reported buffers, where
+// OverlapIndex reports a buffer once per tree node it sits in (callers
+// deduplicate), which made strong's greedy by size 2-3x slower than
+// greedy_size on traces with thousands of buffers live at once.
+// ---------------------------------------------------------------------------
+
+struct Block {
+  i64 start, end;  // address range [start, end)
+};
+
+class PlacedSet {
+ public:
+  PlacedSet(const std::vector<Buffer>& buffers, const SlotMap& slots)
+      : buffers_(buffers), slots_(slots) {
+    while (leaves_ < slots.numSlots) leaves_ <<= 1;
+    nodes_.resize(2 * (size_t)leaves_);
+    const size_t n = buffers.size();
+    pos_.resize(n);
+    std::iota(pos_.begin(), pos_.end(), 0);
+    // Buffers are numbered by start time already; sort only if they are not.
+    auto byLower = [&](int a, int b) { return buffers[a].lower < buffers[b].lower; };
+    std::vector<int> order(pos_.begin(), pos_.end());
+    if (!std::is_sorted(order.begin(), order.end(), byLower)) {
+      std::stable_sort(order.begin(), order.end(), byLower);
+      for (size_t r = 0; r < n; ++r) pos_[order[r]] = (int)r;
+    }
+    lowers_.resize(n);
+    for (size_t r = 0; r < n; ++r) lowers_[r] = buffers[order[r]].lower;
+    bits_.assign((n + 63) / 64, 0);
+    byPos_.resize(n);
+  }
+
+  // Buffer i (non-trivial) now occupies `block`.
+  void insert(int i, Block block) {
+    addAt(1, 0, leaves_, slots_.lo[i], slots_.hi[i], block);
+    const size_t p = (size_t)pos_[i];
+    bits_[p / 64] |= uint64_t(1) << (p % 64);
+    byPos_[p] = block;
+  }
+
+  // Appends the blocks of the placed buffers whose lifespan meets buffer i's.
+  void query(int i, std::vector<Block>& out) const {
+    for (int node = leaves_ + slots_.lo[i]; node >= 1; node /= 2)
+      out.insert(out.end(), nodes_[node].begin(), nodes_[node].end());
+    const Buffer& b = buffers_[i];
+    const size_t first = std::upper_bound(lowers_.begin(), lowers_.end(), b.lower) - lowers_.begin();
+    const size_t last = std::lower_bound(lowers_.begin(), lowers_.end(), b.upper) - lowers_.begin();
+    for (size_t w = first / 64; w * 64 < last; ++w) {
+      uint64_t bits = bits_[w];
+      if (w == first / 64) bits &= ~uint64_t(0) << (first % 64);
+      if ((w + 1) * 64 > last) bits &= ~uint64_t(0) >> ((w + 1) * 64 - last);
+      for (; bits; bits &= bits - 1) out.push_back(byPos_[w * 64 + (size_t)__builtin_ctzll(bits)]);
+    }
+  }
+
+ private:
+  void addAt(int node, int nl, int nr, int l, int r, Block block) {
+    if (r <= nl || nr <= l) return;
+    if (l <= nl && nr <= r) {
+      nodes_[node].push_back(block);
+      return;
+    }
+    const int mid = (nl + nr) / 2;
+    addAt(2 * node, nl, mid, l, r, block);
+    addAt(2 * node + 1, mid, nr, l, r, block);
+  }
+
+  const std::vector<Buffer>& buffers_;
+  const SlotMap& slots_;
+  int leaves_ = 1;
+  std::vector<std::vector<Block>> nodes_;  // leaf t at leaves_ + t
+  std::vector<int> pos_;                   // rank of each buffer by lower
+  std::vector<i64> lowers_;                // lowers in that order
+  std::vector<uint64_t> bits_;             // placed positions
+  std::vector<Block> byPos_;
+};
+
 // Checks a complete plan: alignment, non-negativity, capacity, and no two
-// time-overlapping buffers sharing an address.  O(n * live * log n).
+// time-overlapping buffers sharing an address.  O(n log n + overlapping pairs).
 bool planIsValid(const std::vector<Buffer>& buffers, const SlotMap& slots,
                  const std::vector<i64>& offsets, i64 capacity) {
-  OverlapIndex index(slots.numSlots);
-  std::vector<int> stamp(buffers.size(), -1);
+  PlacedSet placed(buffers, slots);
+  std::vector<Block> met;
   for (size_t i = 0; i < buffers.size(); ++i) {
     const Buffer& b = buffers[i];
     const i64 o = offsets[i];
     if (o < 0 || o % b.align != 0 || o + b.size > capacity) return false;
     if (isTrivial(b)) continue;
-    bool clash = false;
-    index.query(slots.lo[i], slots.hi[i], [&](int j) {
-      if (stamp[j] == (int)i) return;
-      stamp[j] = (int)i;
-      if (offsets[j] < o + b.size && o < offsets[j] + buffers[j].size) clash = true;
-    });
-    if (clash) return false;
-    index.insert((int)i, slots.lo[i], slots.hi[i]);
+    met.clear();
+    placed.query((int)i, met);
+    for (const Block& m : met)
+      if (m.start < o + b.size && o < m.end) return false;
+    placed.insert((int)i, {o, o + b.size});
   }
   return true;
 }
@@ -464,6 +561,40 @@ struct Plan {
   i64 peak = kInf;
 };
 
+// Lowest aligned offset whose [offset, offset + size) misses every block.
+// Blocks are consumed from a min-heap on start, not sorted: the first gap is
+// usually low, so most are never popped (as in greedy_size.cpp; on 100k-buffer
+// traces with thousands live, sorting them made greedy by size several times
+// slower than the baseline).
+i64 firstGap(std::vector<Block>& blocks, i64 size, i64 align) {
+  auto later = [](const Block& a, const Block& b) { return a.start > b.start; };
+  std::make_heap(blocks.begin(), blocks.end(), later);
+  i64 candidate = 0;
+  for (auto end = blocks.end(); end != blocks.begin(); --end) {
+    const Block next = blocks.front();  // lowest start among the rest
+    if (next.start >= candidate + size) break;  // the gap below it fits
+    if (next.end > candidate) candidate = alignUp(next.end, align);
+    std::pop_heap(blocks.begin(), end, later);
+  }
+  return candidate;
+}
+
+// The aligned gap between blocks that leaves least slack above the buffer;
+// on top of everything when no gap fits.
+i64 bestGap(std::vector<Block>& blocks, i64 size, i64 align) {
+  std::sort(blocks.begin(), blocks.end(),
+            [](const Block& a, const Block& b) { return a.start < b.start; });
+  i64 pos = 0, chosen = -1, slack = kInf;
+  for (const Block& m : blocks) {
+    if (m.start >= pos + size && m.start - pos - size < slack) {
+      slack = m.start - pos - size;
+      chosen = pos;
+    }
+    pos = std::max(pos, alignUp(m.end, align));
+  }
+  return chosen < 0 ? pos : chosen;
+}
+
 // Places buffers in `order`, each at the lowest gap (first fit) or at the
 // gap that leaves least slack (best fit) among the time-overlapping buffers
 // placed so far.  Returns an empty plan if the deadline passes mid-way.
@@ -473,10 +604,8 @@ Plan greedyPlace(const std::vector<Buffer>& buffers, const SlotMap& slots,
   Plan plan;
   plan.offsets.assign(n, 0);
   plan.peak = 0;
-  OverlapIndex index(slots.numSlots);
-  std::vector<int> stamp(n, -1);
-  std::vector<i64> tops(n, 0);            // offset + size, once placed
-  std::vector<std::pair<i64, i64>> busy;  // (offset, top) of overlapping buffers
+  PlacedSet placed(buffers, slots);
+  std::vector<Block> met;  // placed buffers overlapping in time
   DeadlinePacer pacer(deadline);
   i64 work = 0;  // the last buffer's overlapping buffers (its query's cost)
   for (int k = 0; k < n; ++k) {
@@ -487,49 +616,14 @@ Plan greedyPlace(const std::vector<Buffer>& buffers, const SlotMap& slots,
       plan.peak = std::max(plan.peak, std::max<i64>(buf.size, 0));
       continue;
     }
-    busy.clear();
-    index.query(slots.lo[b], slots.hi[b], [&](int j) {
-      if (stamp[j] == k) return;
-      stamp[j] = k;
-      busy.push_back({plan.offsets[j], tops[j]});
-    });
-    work = (i64)busy.size();
-    i64 pos = 0, chosen = -1, slack = kInf;
-    if (!bestFit) {  // first fit: consume in offset order only up to the first gap
-      // (a heap, not a sort: on 100k-buffer traces with thousands live, sorting
-      // every overlapping buffer made greedy by size slower than the baseline)
-      auto later = std::greater<std::pair<i64, i64>>();
-      std::make_heap(busy.begin(), busy.end(), later);
-      for (auto end = busy.end(); end != busy.begin(); --end) {
-        std::pop_heap(busy.begin(), end, later);
-        const auto& [off, top] = *(end - 1);
-        if (off >= pos + buf.size) {
-          chosen = pos;
-          break;
-        }
-        pos = std::max(pos, alignUp(top, buf.align));
-      }
-      busy.clear();
-    }
-    std::sort(busy.begin(), busy.end());
-    for (const auto& [off, top] : busy) {
-      if (off >= pos + buf.size) {  // the gap [pos, off) fits this buffer
-        if (!bestFit) {
-          chosen = pos;
-          break;
-        }
-        if (off - pos - buf.size < slack) {
-          slack = off - pos - buf.size;
-          chosen = pos;
-        }
-      }
-      pos = std::max(pos, alignUp(top, buf.align));
-    }
-    if (chosen < 0) chosen = pos;  // on top of everything
+    met.clear();
+    placed.query(b, met);
+    work = (i64)met.size();
+    const i64 chosen = bestFit ? bestGap(met, buf.size, buf.align)
+                               : firstGap(met, buf.size, buf.align);
     plan.offsets[b] = chosen;
-    tops[b] = chosen + buf.size;
-    plan.peak = std::max(plan.peak, tops[b]);
-    index.insert(b, slots.lo[b], slots.hi[b]);
+    plan.peak = std::max(plan.peak, chosen + buf.size);
+    placed.insert(b, {chosen, chosen + buf.size});
   }
   return plan;
 }
@@ -1046,7 +1140,7 @@ class SkylineFit {
     i64 rankPeak = kInf;
     for (const auto& r : rules) {
       if (&r != &rules[0] && rulesDeadline.passed()) break;
-      const i64 peak = run(r, best);
+      const i64 peak = run(r, best, &r == &rules[0] ? nullptr : &rulesDeadline);
       logLine("skyline best fit: peak %lld", peak);
       if (peak < rankPeak) rankPeak = peak, rank = r;
     }
@@ -1135,12 +1229,17 @@ class SkylineFit {
   }
 
   // One skyline run under `rank`; replaces `best` when strictly lower.
-  i64 run(const std::vector<int>& rank, Plan& best) {
+  // One skyline run under `rank`; kInf when `stop` passes mid-way (on 100k
+  // buffers a run takes about half a second: it must not overrun the limit).
+  i64 run(const std::vector<int>& rank, Plan& best, const Deadline* stop = nullptr) {
     FitCandidates candidates(rank, hi_);
     Skyline skyline(slots_);
     off_.assign(ids_.size(), 0);
     i64 peak = 0;
+    const Deadline never{1e300};
+    DeadlinePacer pacer(stop ? *stop : never);
     for (size_t placed = 0; placed < ids_.size();) {
+      if (stop && pacer.passed(64)) return kInf;
       const Skyline::Segment seg = skyline.lowest();
       const int first = (int)(std::lower_bound(lo_.begin(), lo_.end(), seg.start) - lo_.begin());
       const int last = (int)(std::lower_bound(lo_.begin(), lo_.end(), seg.end) - lo_.begin());
@@ -1169,7 +1268,7 @@ class SkylineFit {
                const Deadline& deadline) {
     std::mt19937_64 rng(20231201);
     std::vector<i64> rankOff = off_;
-    run(rank, best);  // off_ of the chosen rank
+    if (run(rank, best, &deadline) == kInf) return;  // off_ of the chosen rank
     rankOff = off_;
     const int n = (int)ids_.size();
     std::vector<std::pair<double, int>> keyed(n);
@@ -1203,7 +1302,7 @@ class SkylineFit {
       std::sort(keyed.begin(), keyed.end());
       std::vector<int> next(n);
       for (int r = 0; r < n; ++r) next[keyed[r].second] = r;
-      const i64 peak = run(next, best);
+      const i64 peak = run(next, best, &deadline);
       if (peak <= rankPeak) {
         if (peak < rankPeak) logLine("skyline iteration %d (move %d): peak %lld", trials, move, peak);
         if (peak < rankPeak && peak <= best.peak) {
@@ -1246,6 +1345,7 @@ class CanonicalSearch {
   static constexpr int kFixedOrders = 4;
   static constexpr int kRandomOrders = 64;
   static constexpr double kNoise = 0.1;
+
   int numHeuristics() const { return (int)ranks_.size(); }
   // Work bound below which exact section floors are maintained.
   static constexpr i64 kMaxExactFloorWork = 200'000'000;
@@ -1303,6 +1403,7 @@ class CanonicalSearch {
                const Deadline& deadline) {
     target_ = target;
     rank_ = &ranks_[heuristic];
+    heuristic_ = heuristic;
     nodesLeft_ = nodeBudget;
     deadline_ = &deadline;
     truncated_ = false;
@@ -1452,44 +1553,52 @@ class CanonicalSearch {
   // time of one preorder is heavy-tailed, so several orders at a small node
   // budget beat one order at a large one.
   void buildPreorders() {
-    std::vector<double> total(n_, 0), width(n_), area(n_), start(n_), size(n_);
-    for (int b = 0; b < n_; ++b) {
-      for (int s = secLo_[b]; s < secHi_[b]; ++s)
-        total[b] = std::max(total[b], (double)secTotal_[s]);
-      width[b] = (double)(buf_[b].upper - buf_[b].lower);
-      area[b] = width[b] * (double)buf_[b].size;
-      start[b] = -(double)buf_[b].lower;  // earlier first
-      size[b] = (double)buf_[b].size;
-    }
-    const char* keys[] = {"WAT", "TAW", "TWA", "SZW"};
     std::mt19937_64 rng(0x9e3779b9);
-    ranks_.clear();
+    std::uniform_real_distribution<double> noise(1 - kNoise, 1 + kNoise);
+    const char* keys[] = {"WAT", "TAW", "TWA", "SZW"};
+    preorders_.clear();
+    ranks_.assign(kFixedOrders + kRandomOrders, std::vector<int>(n_, 0));
+    std::vector<int> all(n_);
+    std::iota(all.begin(), all.end(), 0);
     for (int h = 0; h < kFixedOrders + kRandomOrders; ++h) {
-      const bool random = h >= kFixedOrders;
-      std::uniform_real_distribution<double> noise(1 - kNoise, 1 + kNoise);
-      auto jitter = [&](const std::vector<double>& v) {
-        std::vector<double> out = v;
-        if (random)
-          for (double& x : out) x *= noise(rng);
-        return out;
-      };
-      const std::vector<double> t = jitter(total), w = jitter(width), a = jitter(area),
-                                st = jitter(start), z = jitter(size);
-      std::vector<int> order(n_);
-      std::iota(order.begin(), order.end(), 0);
-      if (random) std::shuffle(order.begin(), order.end(), rng);
-      const char* k = keys[h % kFixedOrders];
-      std::stable_sort(order.begin(), order.end(), [&](int x, int y) {
-        for (const char* c = k; *c; ++c) {
-          const std::vector<double>& v = *c == 'T' ? t : *c == 'W' ? w : *c == 'A' ? a : *c == 'S' ? st : z;
-          if (v[x] != v[y]) return v[x] > v[y];
-        }
-        return false;
-      });
-      std::vector<int> rank(n_);
-      for (int r = 0; r < n_; ++r) rank[order[r]] = r;
-      ranks_.push_back(std::move(rank));
+      Preorder order{keys[h % kFixedOrders], {}, std::vector<int>(all)};
+      if (h >= kFixedOrders) {
+        order.scale.resize(n_);
+        for (auto& scales : order.scale)
+          for (double& x : scales) x = noise(rng);
+        std::shuffle(order.tie.begin(), order.tie.end(), rng);
+      }
+      preorders_.push_back(std::move(order));
+      rankMembers(all, h, ranks_[h]);
     }
+  }
+
+  // Writes into `rank` the position of each of `members` in preorder h, with
+  // T (the largest section total) taken from the unplaced sizes now, as
+  // MiniMalloc does for every sub-partition it solves: a buffer that shares
+  // its sections with little that is left is no longer a bottleneck.
+  void rankMembers(const std::vector<int>& members, int h, std::vector<int>& rank) {
+    const Preorder& order = preorders_[h];
+    auto value = [&](int b, char c, i64 total) {
+      const SearchBuffer& x = buf_[b];
+      const double width = (double)(x.upper - x.lower);
+      const int k = c == 'T' ? 0 : c == 'W' ? 1 : c == 'A' ? 2 : c == 'S' ? 3 : 4;
+      const double v = k == 0 ? (double)total : k == 1 ? width : k == 2 ? width * (double)x.size
+                     : k == 3 ? -(double)x.lower : (double)x.size;  // S: earlier first
+      return order.scale.empty() ? v : v * order.scale[b][k];
+    };
+    std::vector<std::tuple<std::array<double, 3>, int, int>> keyed;  // (key, tie, b)
+    keyed.reserve(members.size());
+    for (int b : members) {
+      if (off_[b] >= 0) continue;
+      i64 total = 0;
+      for (int s = secLo_[b]; s < secHi_[b]; ++s) total = std::max(total, secTotal_[s]);
+      std::array<double, 3> key{};
+      for (int i = 0; i < 3; ++i) key[i] = -value(b, order.keys[i], total);  // descending
+      keyed.push_back({key, order.tie[b], b});
+    }
+    std::sort(keyed.begin(), keyed.end());
+    for (size_t r = 0; r < keyed.size(); ++r) rank[std::get<2>(keyed[r])] = (int)r;
   }
 
   // Symmetry: identical buffers (same lifespan, size and alignment) are
@@ -1732,11 +1841,24 @@ class CanonicalSearch {
       split(part, zeros, pieces);
       result = Result::kFound;
       for (const Part& piece : pieces) {
-        result = dfs(piece, 0, -1);  // pieces are independent: fresh order
+        result = solvePiece(piece);
         if (result != Result::kFound) break;
       }
     }
     for (int s = secLo_[b]; s + 1 < secHi_[b]; ++s) ++cut_[s];
+    return result;
+  }
+
+  // An independent piece: a fresh canonical order, and the preorder ranked
+  // again on what is left (restored after, the parent still compares ranks).
+  Result solvePiece(const Part& piece) {
+    std::vector<int>& rank = ranks_[heuristic_];
+    std::vector<int> saved;
+    saved.reserve(piece.members.size());
+    for (int b : piece.members) saved.push_back(rank[b]);
+    rankMembers(piece.members, heuristic_, rank);
+    const Result result = dfs(piece, 0, -1);
+    for (size_t i = 0; i < saved.size(); ++i) rank[piece.members[i]] = saved[i];
     return result;
   }
 
@@ -1752,7 +1874,14 @@ class CanonicalSearch {
   std::vector<int> secMembers_;
   std::vector<int> cut_;
   std::vector<Part> parts_;            // independent top-level parts
-  std::vector<std::vector<int>> ranks_;
+  struct Preorder {
+    const char* keys;                         // three of T, W, A, S, Z
+    std::vector<std::array<double, 5>> scale;  // per buffer and key (random orders)
+    std::vector<int> tie;                      // tie-break position per buffer
+  };
+  std::vector<Preorder> preorders_;
+  std::vector<std::vector<int>> ranks_;       // working ranks per preorder
+  int heuristic_ = 0;
   std::vector<int> prevTwin_;
 
   // search state
@@ -1760,8 +1889,8 @@ class CanonicalSearch {
   bool exactFloors_ = true;
   bool truncated_ = false;
   bool hatless_ = false;  // the last place() found no unplaced overlap
-  bool deadEnd_ = false;
-  std::vector<std::pair<i64, i64>> scratch_;  // (floor, size) of one section  // collectChildren found a buffer that cannot fit
+  bool deadEnd_ = false;  // collectChildren found a buffer that cannot fit
+
   const std::vector<int>* rank_ = nullptr;
   i64 nodesLeft_ = 0;
   const Deadline* deadline_ = nullptr;
@@ -1862,7 +1991,7 @@ class Tightener {
 
   // The fixed preorders get `nodes` each (MiniMalloc's round robin); then
   // kRandomPerRound randomized preorders, new ones every call while they
-  // last, share another `nodes` / kRandomShare, so diversity costs the
+  // last, share another `nodes` * kRandomFrac, so diversity costs the
   // fixed orders at most that share of the time.
   Result attemptPart(int p, i64 target, i64 nodes) {
     const int fixed = CanonicalSearch::kFixedOrders, random = search_.numHeuristics() - fixed;
@@ -1870,7 +1999,7 @@ class Tightener {
     for (int i = 0; i < tries; ++i) {
       if (deadline_.passed()) return Result::kAborted;
       const int h = i < fixed ? i : fixed + nextRandom_++ % random;
-      const i64 budget = i < fixed ? nodes : std::max<i64>(1, nodes / (kRandomShare * kRandomPerRound));
+      const i64 budget = i < fixed ? nodes : std::max<i64>(1, (i64)(nodes * kRandomFrac / kRandomPerRound));
       Result r = search_.solve(p, target, h, budget, deadline_);
       if (r == Result::kInfeasible) return r;
       if (r == Result::kFound) {
@@ -1895,7 +2024,8 @@ class Tightener {
 
   i64 roundDown(i64 height) const { return height - height % grain_; }
 
-  static constexpr int kRandomPerRound = 4, kRandomShare = 2;
+  static constexpr int kRandomPerRound = 4;
+  static constexpr double kRandomFrac = 0.5;
   CanonicalSearch& search_;
   int nextRandom_ = 0;
   i64 grain_ = 0;
