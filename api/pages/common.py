@@ -111,7 +111,14 @@ def _bytes(value: int | None) -> str:
 
 @jinja2.pass_context
 def _csrf_input(context: Any) -> Markup:
-    return Markup('<input type="hidden" name="{}" value="{}">').format(CSRF_FIELD, context["csrf"])
+    """The form's CSRF token, made (in the session) only when a page has a form: a page
+    without one sets no session cookie, which would follow each later request of a
+    token's holder (curl, a script) and keep it from the answers kept before the
+    framework (api.hotpath serves none with a cookie)."""
+    request = context.get("request")
+    has_session = request is not None and "session" in request.scope  # not on the 500 page
+    token = csrf_token(request) if has_session else ""
+    return Markup('<input type="hidden" name="{}" value="{}">').format(CSRF_FIELD, token)
 
 
 def _environment() -> jinja2.Environment:
@@ -147,15 +154,12 @@ def render(
 ) -> HTMLResponse:
     nonce = secrets.token_urlsafe(16)
     has_session = "session" in request.scope  # not on the 500 page (outside the middleware)
-    # A token's holder (curl, a script) posts no form, so it gets no CSRF token: a
-    # session cookie would then follow each of its requests and keep them from the
-    # answers kept before the framework (api.hotpath serves none with a cookie).
-    forms = has_session and "authorization" not in request.headers
     context.setdefault("error", None)
     context.setdefault("bare", False)
     context.update(
         user=user,
-        csrf=csrf_token(request) if forms else "",
+        # A token's holder has no web session to log out of.
+        by_token="authorization" in request.headers,
         nonce=nonce,
         flash=request.session.pop("flash", None) if has_session else None,
     )

@@ -61,7 +61,7 @@ def known_page(db_key: Hashable, slug: str, viewer: Caller | None) -> bytes | No
             templates.env.get_template("problem.html")
             .render(
                 user=viewer,
-                csrf="",
+                by_token=True,
                 nonce="",
                 flash=None,
                 error=None,
