@@ -41,6 +41,7 @@ prepare:
 test: prepare
 	@$(MAKE) -s --no-print-directory setup $(VENV)/.trace-installed
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
 	$(PY) -m pytest
 
 bench: setup
