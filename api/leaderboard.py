@@ -25,7 +25,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session, joinedload
 
-from api import baselines, readcache
+from api import baselines, flights, readcache
 from api.caller import Caller
 from api.db import board
 from api.db.models import Contest, Submission, Team, User, aware
@@ -75,14 +75,18 @@ def cached_leaderboard(db: Session, slug: str, viewer: Viewer) -> Board:
         if found is not None:
             _cache.move_to_end(key)
             return found
-    body = leaderboard(db, slug, viewer)
-    encoded = json.dumps(body, separators=(",", ":")).encode()
-    made = Board(_etag(encoded), body, encoded)
+    made = flights.shared(("board", key), lambda: _made(db, slug, viewer))
     with _lock:
         _cache[key] = made
         while len(_cache) > CACHED_BOARDS:
             _cache.popitem(last=False)
     return made
+
+
+def _made(db: Session, slug: str, viewer: Viewer) -> Board:
+    body = leaderboard(db, slug, viewer)
+    encoded = json.dumps(body, separators=(",", ":")).encode()
+    return Board(_etag(encoded), body, encoded)
 
 
 def _etag(encoded: bytes) -> str:

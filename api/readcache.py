@@ -38,7 +38,7 @@ from typing import Any, TypeVar
 from sqlalchemy import event
 from sqlalchemy.orm import ORMExecuteState, Session
 
-from api import news, tokencache
+from api import flights, news, tokencache
 from api.db import board
 
 T = TypeVar("T")
@@ -114,14 +114,26 @@ def cached(key: Hashable, scope: Scope, make: Callable[[], T]) -> T:
 
 
 def cached_scoped(key: Hashable, make: Callable[[], tuple[T, Scope]]) -> T:
-    """cached() where make() says what its value shows: (value, scope)."""
+    """cached() where make() says what its value shows: (value, scope). Concurrent
+    misses wait for the first one's value (api.flights) and use it if it was kept (a
+    clear in between would make it older than a write one of them may have made)."""
     found = get(key)
     if found is not None:
         return found  # type: ignore[no-any-return]
-    gen = generation()
-    value, scope = make()
-    put(key, value, gen, scope)
-    return value
+    flight, leader = flights.join(("readcache", key))
+    if not leader:
+        flight.done.wait(flights.WAIT_S)
+        found = get(key)
+        if found is not None:
+            return found  # type: ignore[no-any-return]
+    try:
+        gen = generation()
+        value, scope = make()
+        put(key, value, gen, scope)
+        return value
+    finally:
+        if leader:
+            flights.land(("readcache", key), flight)
 
 
 def _drop_expired(now: float) -> None:
