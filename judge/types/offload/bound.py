@@ -83,6 +83,8 @@ def _refetch_bound(case: Any, prefix: list[int], nvme: bool = False) -> Fraction
     if nvme and (case.nvme is None or case.host_capacity is None):
         return None
     n = len(prefix) - 1
+    if n == 0:
+        return None  # no step, no window (the case reader refuses it; pictures still draw)
     room = case.capacity + (case.host_capacity if nvme else 0)
     need = _window_need(case, n, room, nvme)
     if need is None:
