@@ -25,7 +25,7 @@ from api import readcache, tokencache
 from api.auth import is_stale, token_hash
 from api.caller import Caller
 from api.leaderboard import known_board_at
-from api.pages.common import CSP
+from api.pages.common import CSP, SECURE_HEADERS
 from api.pages.problem import known_page
 from api.routes_v1 import DEFAULT_PAGE, list_key
 
@@ -34,9 +34,7 @@ LIST_PATH = "/api/v1/submissions"
 PAGE_PREFIX = "/problems/"
 PAGE_HEADERS = [  # as api.pages.common.render sets them, the CSP apart
     (b"content-type", b"text/html; charset=utf-8"),
-    (b"x-content-type-options", b"nosniff"),
-    (b"referrer-policy", b"same-origin"),
-    (b"cache-control", b"no-store"),
+    *((k.lower().encode(), v.encode()) for k, v in SECURE_HEADERS.items()),
 ]
 Answer = tuple[int, list[tuple[bytes, bytes]], bytes]  # status, headers, body
 served = [0]  # answers given here, per process (tests, benchmarks)

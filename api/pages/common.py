@@ -168,11 +168,15 @@ def render(
     return response
 
 
+# Every page's headers but its CSP (api.hotpath sends them too). no-store: personal
+# pages; tokens are shown once.
+SECURE_HEADERS = {"X-Content-Type-Options": "nosniff", "Referrer-Policy": "same-origin",
+                  "Cache-Control": "no-store"}  # fmt: skip
+
+
 def _secure(response: Response, nonce: str) -> None:
     response.headers["Content-Security-Policy"] = CSP.format(nonce=nonce)
-    response.headers["X-Content-Type-Options"] = "nosniff"
-    response.headers["Referrer-Policy"] = "same-origin"
-    response.headers["Cache-Control"] = "no-store"  # personal pages; tokens shown once
+    response.headers.update(SECURE_HEADERS)
 
 
 def redirect(url: str) -> RedirectResponse:
