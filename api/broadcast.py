@@ -55,6 +55,7 @@ class View:
     final: bool
     end: str  # JSON of the end event
     queued: bool
+    team: int = 0  # the submission's team: its news clears a kept final view
 
 
 def build_view(db: Any, sub: Submission, viewer: User | None) -> View:
@@ -72,6 +73,7 @@ def build_view(db: Any, sub: Submission, viewer: User | None) -> View:
         final=body["status"] in ("done", "error"),
         end=json.dumps(body),
         queued=body["status"] == "queued",
+        team=sub.team_id,
     )
 
 
@@ -196,8 +198,9 @@ class Broadcaster:
             channel = self.channels[sub_id] = Channel(sub_id)
         viewer = Viewer(cls)
         channel.viewers.add(viewer)
-        if cls in channel.views:
-            viewer.offer(channel.views[cls])  # current: news keeps it so
+        kept = channel.views.get(cls) or readcache.get(_final_key(self.url, sub_id, cls))
+        if kept is not None:
+            viewer.offer(kept)  # current: news keeps it so (or clears the kept final one)
         else:
             self.news(sub_id)
         try:
@@ -231,6 +234,7 @@ class Broadcaster:
             channel.dirty = False
             urgent, channel.urgent = channel.urgent, False
             classes = {v.cls for v in channel.viewers}
+            gen = readcache.generation()
             try:
                 async with contextlib.nullcontext() if urgent else self.queue_gate:
                     views = await anyio.to_thread.run_sync(
@@ -243,6 +247,7 @@ class Broadcaster:
                 continue
             self.reads += 1
             channel.views = views
+            _keep_final(self.url, channel.sub_id, views, gen)
             for viewer in list(channel.viewers):
                 if viewer.cls in views:
                     viewer.offer(views[viewer.cls])
@@ -318,6 +323,21 @@ class Broadcaster:
                 with contextlib.suppress(Exception):
                     await client.aclose()
             await asyncio.sleep(REDIS_RETRY_S)
+
+
+def _final_key(url: str, sub_id: int, cls: str) -> tuple[str, str, int, str]:
+    return ("final view", url, sub_id, cls)
+
+
+def _keep_final(url: str, sub_id: int, views: dict[str, View], gen: int) -> None:
+    """A judged submission's view, kept for the streams opened after its channel closed
+    (a client following a finished submission: a read each, 15 % of the API's CPU under
+    the contest profile). Kept as the team's lists are, so the news that clears those
+    (a rejudge, a rescore, an organizer's write, the reveal) clears it too."""
+    for cls, view in views.items():
+        if view.final:
+            scope = (readcache.LISTS, view.team)
+            readcache.put(_final_key(url, sub_id, cls), view, gen, scope)
 
 
 def broadcaster(app: Any) -> Broadcaster:

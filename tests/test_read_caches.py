@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-from sqlalchemy import update
+from sqlalchemy import select, update
 
 from api import tokencache
 from api.db.models import ApiToken
@@ -120,3 +120,46 @@ def test_a_frozen_board_s_etag_says_nothing_its_body_does_not(client):  # noqa: 
     assert client.get("/api/v1/leaderboard/tiny", headers=again).status_code == 304
     blue_board = client.get("/api/v1/leaderboard/tiny", headers=blue)
     assert [r["team"] for r in blue_board.json()["rows"]] == ["blue"]
+
+
+def _follow(app_client, sub_id: int, headers: dict[str, str]) -> list[str]:
+    """The event names of a whole stream (a judged submission's ends at once)."""
+    url = f"/api/v1/submissions/{sub_id}/events"
+    with app_client.stream("GET", url, headers=headers) as reply:
+        assert reply.status_code == 200
+        return [line[7:] for line in reply.iter_lines() if line.startswith("event: ")]
+
+
+def test_a_judged_submission_s_view_is_kept_for_later_streams(client, monkeypatch):  # noqa: F811
+    """Each stream opened on a judged submission read it again (its channel closes with
+    its last stream): 15 % of the API's CPU under the contest profile. The view is now
+    kept as the team's lists are, and goes with the same news."""
+    from api import news, readcache
+
+    monkeypatch.setattr(readcache, "STALENESS_S", 30.0)  # no expiry within the test
+    red = contestant(client, "red", "alice")
+    contestant(client, "blue", "bob")
+    sub = submit(client, red, 1)
+    judge(sub, {"one": 1.0, "three": 0.5, "two": 0.25})
+    hub = client.app.state.broadcaster
+    reads = hub.reads
+    whole = ["status", "case", "case", "case", "end"]  # the hidden case at the end
+    for _ in range(3):
+        assert _follow(client, sub, red) == whole
+    assert hub.reads == reads + 1
+    assert _follow(client, sub, {}) == whole  # an organizer's: read once for its class
+    assert hub.reads == reads + 2
+
+    readcache.hear(news.News(999, team=_team_id("blue")))  # another team's news: kept
+    _follow(client, sub, red)
+    assert hub.reads == reads + 2
+    readcache.hear(news.News(sub, team=_team_id("red")))  # its team's (a rejudge): read again
+    _follow(client, sub, red)
+    assert hub.reads == reads + 3
+
+
+def _team_id(name: str) -> int:
+    from api.db.models import Team
+
+    with session_scope(get_settings().database_url) as db:
+        return db.scalars(select(Team.id).where(Team.name == name)).one()
