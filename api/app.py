@@ -20,7 +20,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.middleware.sessions import SessionMiddleware
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from api import logs, news, queue, readcache, workers
+from api import logs, queue, readcache, workers
 from api.bodylimit import BodyLimit
 from api.broadcast import Broadcaster
 from api.db.session import get_engine, migrate, requests_in_flight, session_scope
@@ -116,8 +116,8 @@ def _no_telemetry() -> dict[str, Any]:
 
 @asynccontextmanager
 async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
-    if news.uses_redis(app.state.settings.broker_url):
-        app.state.broadcaster.start()  # its Redis news also clears api.readcache
+    if app.state.broadcaster.hears_news:
+        app.state.broadcaster.start()  # its news (Redis, the news table) clears api.readcache
     yield
     await app.state.broadcaster.stop()
 

@@ -2,11 +2,11 @@
 it, so a stream costs memory, never a database connection or a poll of its own.
 
 News that a submission changed comes from Redis pub/sub when Redis is the broker (the
-workers publish it, api.news), and from one shared poll of the database otherwise:
-one query per interval for all the watched submissions at once. While Redis is up the
-poll still runs, slowly, to catch what pub/sub lost (a message sent while this process
-was reconnecting, an organizer's action in another API process); while it is down the
-poll runs at full speed.
+workers publish it, api.news), from the news table on the embedded backend (read a few
+times a second), and from one shared poll of the database otherwise: one query per
+interval for all the watched submissions at once. While the news comes the poll still
+runs, slowly, to catch what pub/sub lost (a message sent while this process was
+reconnecting); while it does not, the poll runs at full speed.
 
 On news, the submission is read once per visibility class (organizers see every case;
 contestants see what api.submissions lets them, the same for every contestant), and
@@ -43,6 +43,8 @@ READERS = 4  # database reads at once (each holds a pooled connection while it r
 QUEUE_READERS = 2
 IN_CHUNK = 500  # watched submissions per poll query
 REDIS_RETRY_S = 1.0
+TABLE_READ_S = 0.1  # the news table's reads (embedded backend): an indexed range, ~0.1 ms
+PRUNE_EVERY = 600  # table reads between two prunings of old rows
 
 
 @dataclass(frozen=True)
@@ -160,7 +162,7 @@ class Broadcaster:
         self.url, self.broker = settings.database_url, settings.broker_url
         self.poll_s = settings.event_poll_s
         self.channels: dict[int, Channel] = {}
-        self.redis_up = False
+        self.news_up = False
         self.tasks: list[asyncio.Task[None]] = []
         self.limiter: anyio.CapacityLimiter | None = None
         self.queue_gate: asyncio.Semaphore | None = None
@@ -168,7 +170,13 @@ class Broadcaster:
         self.seen: dict[int, tuple] = {}
         self.seen_global: tuple | None = None
         self.reads = 0  # submission reads so far (for tests and metrics)
+        self.table_read = 0  # the last news row read (the embedded backend's news)
         self.polls = 0
+
+    @property
+    def hears_news(self) -> bool:
+        """Whether news can come: by Redis, or by the news table (SQLite)."""
+        return news.uses_redis(self.broker) or self.url.startswith("sqlite")
 
     def start(self) -> None:
         """Started on the event loop by the first stream (the loop the streams run on)."""
@@ -180,6 +188,8 @@ class Broadcaster:
         self.tasks.append(asyncio.create_task(self._poll()))
         if news.uses_redis(self.broker):
             self.tasks.append(asyncio.create_task(self._listen()))
+        elif self.url.startswith("sqlite"):
+            self.tasks.append(asyncio.create_task(self._tail()))
 
     async def stop(self) -> None:
         tasks = self.tasks + [c.task for c in self.channels.values() if c.task]
@@ -257,7 +267,7 @@ class Broadcaster:
         while True:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(
-                    self.wake.wait(), SAFETY_POLL_S if self.redis_up else self.poll_s
+                    self.wake.wait(), SAFETY_POLL_S if self.news_up else self.poll_s
                 )
             self.wake.clear()
             ids = sorted(self.channels)
@@ -299,11 +309,8 @@ class Broadcaster:
             try:
                 async with client.pubsub(ignore_subscribe_messages=True) as pubsub:
                     await pubsub.subscribe(name)
-                    self.redis_up = True
-                    readcache.hears_news(True)  # clears what was published while away
+                    self._heard(True)  # clears what was published while away
                     log.info("live events: news from Redis channel %s", name)
-                    for channel in list(self.channels.values()):
-                        self._refresh(channel)  # what was published while we were away
                     async for message in pubsub.listen():
                         parsed = news.parse(message.get("data", b""))
                         if message.get("type") == "message" and parsed:
@@ -312,17 +319,52 @@ class Broadcaster:
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
-                if self.redis_up:
+                if self.news_up:
                     log.warning("live events: Redis lost (%s); polling the database", exc)
             finally:
-                if self.redis_up:
-                    readcache.hears_news(False)  # kept answers live STALENESS_S again
-                self.redis_up = False
-                if self.wake is not None:
-                    self.wake.set()  # poll at full speed from now on
+                self._heard(False)  # kept answers live STALENESS_S again; fast polls
                 with contextlib.suppress(Exception):
                     await client.aclose()
             await asyncio.sleep(REDIS_RETRY_S)
+
+    async def _tail(self) -> None:
+        """The news table (the embedded backend's pub/sub), read for as long as the
+        process runs; a failed read counts as Redis lost does."""
+        after, reads = None, 0
+        while True:
+            try:
+                if after is None:
+                    after = await anyio.to_thread.run_sync(news.last_row, self.url)
+                    self._heard(True)
+                after, items = await anyio.to_thread.run_sync(news.tail, self.url, after)
+                self.table_read = after
+                for item in items:
+                    readcache.hear(item)
+                    self.news(item.sub_id, item.queue)
+                reads += 1
+                if reads % PRUNE_EVERY == 0:
+                    await anyio.to_thread.run_sync(news.prune, self.url)
+            except asyncio.CancelledError:
+                self._heard(False)
+                raise
+            except Exception as exc:
+                log.warning("live events: cannot read the news table (%s); polling", exc)
+                self._heard(False)
+                after = None
+            await asyncio.sleep(TABLE_READ_S)
+
+    def _heard(self, live: bool) -> None:
+        """News comes (True) or stopped coming (False): what was kept may have missed
+        some; the watched submissions are read again, the poll goes fast without it."""
+        if live == self.news_up:
+            return
+        self.news_up = live
+        readcache.hears_news(live)
+        if live:
+            for channel in list(self.channels.values()):
+                self._refresh(channel)
+        elif self.wake is not None:
+            self.wake.set()
 
 
 def _final_key(url: str, sub_id: int, cls: str) -> tuple[str, str, int, str]:

@@ -4,20 +4,27 @@ When Redis is the broker, a worker publishes "submission N changed" on a pub/sub
 channel right after it commits a case result or a status change; each API process's
 broadcaster then reads the submission once for all its viewers. Pub/sub delivers at
 most once: a message lost (Redis down, an API restarting) costs a delay, as the
-broadcaster also polls, never an event. The embedded broker has no pub/sub: nothing
-is published and the broadcaster polls.
+broadcaster also polls, never an event. The embedded backend (SQLite, no Redis) has
+no pub/sub: there a writer adds the news as a row of the `news` table in the same
+transaction as its change, and each API process reads the rows after the last it saw
+a few times a second (tail()): SQLite commits one writer at a time, so row ids rise
+in commit order and a reader never skips one that commits late.
 """
 
 from __future__ import annotations
 
 import logging
+import secrets
+from datetime import timedelta
 from functools import cache
 from typing import Any, NamedTuple
 from urllib.parse import urlsplit
 
-from sqlalchemy import event
+from sqlalchemy import delete, event, func, select
 from sqlalchemy.orm import Session
 
+from api.db.models import NewsRow, utcnow
+from api.db.session import get_engine, session_scope
 from api.settings import get_settings
 
 log = logging.getLogger("memorace.news")
@@ -25,6 +32,8 @@ QUEUE_FLAG = "q"  # a word of the message: a judging entered or left the queue
 BOARD_FLAG = "b"  # a judging ended: the boards may have changed
 TEAM_MARK = "t"  # "t<id>": the submission's team (what the API's read caches clear)
 AUTH_FLAG = "a"  # a user, team or token changed: the API processes' token caches go
+ORIGIN_MARK = "o"  # "o<hex>": the API process that wrote it (it cleared its own at commit)
+ORIGIN = secrets.token_hex(6)  # this process's
 # Whether this process hears the news now (api.broadcast keeps it): while it does, the
 # read caches keep answers longer, since every change of the service clears them.
 heard = [False]
@@ -38,6 +47,7 @@ class News(NamedTuple):
     team: int | None = None  # None: the message does not say what it changed
     board: bool = False
     auth: bool = False  # who may do what changed (a revocation, a user or team edited)
+    origin: str = ""  # the API process that wrote it ("": a worker)
 
 
 def uses_redis(broker_url: str) -> bool:
@@ -57,8 +67,14 @@ def parse(message: Any) -> News | None:
     if not words or not _number(words[0]):
         return None
     teams = [int(w[1:]) for w in words[1:] if w[:1] == TEAM_MARK and _number(w[1:])]
+    origins = [w[1:] for w in words[1:] if w[:1] == ORIGIN_MARK and _hex(w[1:])]
     team, flags = (teams[0] if teams else None), words[1:]
-    return News(int(words[0]), QUEUE_FLAG in flags, team, BOARD_FLAG in flags, AUTH_FLAG in flags)
+    return News(int(words[0]), QUEUE_FLAG in flags, team, BOARD_FLAG in flags, AUTH_FLAG in flags,
+                origins[0] if origins else "")  # fmt: skip
+
+
+def _hex(word: str) -> bool:
+    return 0 < len(word) <= 32 and all(c in "0123456789abcdef" for c in word)
 
 
 def _number(word: str) -> bool:
@@ -69,6 +85,7 @@ def message(item: News) -> str:
     words = [str(item.sub_id)]
     words += [QUEUE_FLAG] * item.queue + [BOARD_FLAG] * item.board + [AUTH_FLAG] * item.auth
     words += [] if item.team is None else [f"{TEAM_MARK}{item.team}"]
+    words += [f"{ORIGIN_MARK}{item.origin}"] if _hex(item.origin) else []
     return " ".join(words)
 
 
@@ -92,6 +109,41 @@ def publish(item: News, broker_url: str | None = None) -> None:
 
 
 def after_commit(db: Session, item: News) -> None:
-    """Publish once `db` commits (never for a rolled-back change)."""
+    """Publish once `db` commits (never for a rolled-back change): on Redis after the
+    commit, in the news table within the same transaction."""
     if uses_redis(get_settings().broker_url):
         event.listen(db, "after_commit", lambda _s: publish(item), once=True)
+    elif in_table(db):
+        db.add(NewsRow(text=message(item)))
+
+
+def in_table(db: Session) -> bool:
+    """Whether news goes through the table: no Redis, and a database that commits one
+    writer at a time (SQLite), so that ids rise in commit order. PostgreSQL without
+    Redis (not a deployment we support) goes without news: kept answers live
+    api.readcache.STALENESS_S there."""
+    return not uses_redis(get_settings().broker_url) and db.get_bind().dialect.name == "sqlite"
+
+
+KEEP_ROWS = timedelta(minutes=10)  # a reader further behind than this has restarted
+
+
+def last_row(url: str) -> int:
+    """The id of the newest news row (0: none): where a new reader starts."""
+    with session_scope(url) as db:
+        return db.scalar(select(func.max(NewsRow.id))) or 0
+
+
+def tail(url: str, after: int, limit: int = 1000) -> tuple[int, list[News]]:
+    """The news committed after row `after`, and the id to read after next time."""
+    with session_scope(url) as db:
+        newer = select(NewsRow.id, NewsRow.text).where(NewsRow.id > after)
+        rows = db.execute(newer.order_by(NewsRow.id).limit(limit)).all()
+    found = [item for _, text in rows if (item := parse(text)) is not None]
+    return (rows[-1][0] if rows else after), found
+
+
+def prune(url: str) -> None:
+    """Rows older than KEEP_ROWS go (a Core statement: no read cache hears of it)."""
+    with get_engine(url).begin() as conn:
+        conn.execute(delete(NewsRow).where(NewsRow.at < utcnow() - KEEP_ROWS))

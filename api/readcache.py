@@ -47,7 +47,7 @@ LIVE_S = float(os.environ.get("MEMORACE_READ_LIVE_S") or 5.0)
 MAX_ENTRIES = 4096  # per process; past it, expired entries go, then everything
 # Rows no cached read shows, written often (token use, heartbeats): their commits keep
 # the cache.
-UNSEEN_TABLES = frozenset({"api_tokens", "web_sessions", "login_throttle", "workers"})
+UNSEEN_TABLES = frozenset({"api_tokens", "web_sessions", "login_throttle", "workers", "news"})
 WROTE = "memorace_readcache_wrote"  # in Session.info: this transaction changed something
 AUTH = "memorace_readcache_auth"  # ... and it changed a user, a team or a token
 AUTH_TABLES = frozenset({"users", "teams", "api_tokens"})  # what api.tokencache keeps
@@ -65,6 +65,7 @@ _clock = [0]  # counts clears; a value computed from the clock at `gen` is kept 
 _cleared: dict[Hashable, int] = {}  # nothing it shows was cleared after gen: by scope,
 _lock = threading.Lock()  # by kind (BOARD, LISTS) and by None (everything)
 _publish_to: list[str] = []  # the broker whose other API processes hear of our writes
+_in_table = [False]  # no Redis: our writes are news rows (api.news), in their transaction
 
 
 def generation() -> int:
@@ -159,7 +160,10 @@ def clear(*what: Hashable) -> None:
 
 
 def hear(item: news.News) -> None:
-    """Clears what a piece of news changed (api.broadcast calls it for each)."""
+    """Clears what a piece of news changed (api.broadcast calls it for each); our own
+    writes' news is no news here: their commit cleared it."""
+    if item.origin == news.ORIGIN:
+        return
     if item.auth:
         tokencache.clear()
     if item.team is None:
@@ -174,9 +178,12 @@ def hear(item: news.News) -> None:
 
 
 def install(broker_url: str) -> None:
-    """Called by each API process: its writes are news for the others (Redis only)."""
+    """Called by each API process: its writes are news for the others (by Redis, or
+    by the news table on the embedded backend)."""
     if news.uses_redis(broker_url):
         _publish_to[:] = [broker_url]
+    else:
+        _in_table[0] = True
 
 
 def database(db: Session) -> Hashable:
@@ -215,6 +222,17 @@ def _on_execute(state: ORMExecuteState) -> None:
         state.session.info[AUTH] = True
 
 
+@event.listens_for(Session, "before_commit")
+def _before_commit(session: Session) -> None:
+    """On the embedded backend our write's news is a row of its own transaction."""
+    if not _in_table[0] or not news.in_table(session):
+        return
+    session.flush()  # what is pending says whether this transaction wrote
+    wrote, auth = session.info.get(WROTE, False), session.info.get(AUTH, False)
+    if wrote or auth:
+        news.after_commit(session, news.News(0, auth=auth, origin=news.ORIGIN))
+
+
 @event.listens_for(Session, "after_commit")
 def _after_commit(session: Session) -> None:
     wrote, auth = session.info.pop(WROTE, False), session.info.pop(AUTH, False)
@@ -223,7 +241,7 @@ def _after_commit(session: Session) -> None:
     if wrote:
         clear()
     if (wrote or auth) and _publish_to:  # news 0: no submission's, "something changed"
-        news.publish(news.News(0, auth=auth), broker_url=_publish_to[0])
+        news.publish(news.News(0, auth=auth, origin=news.ORIGIN), broker_url=_publish_to[0])
 
 
 @event.listens_for(Session, "after_rollback")

@@ -62,7 +62,8 @@ def test_token_cache_keeps_users_apart_and_revocations_bounded(client, monkeypat
     files = {"file": ("p.py", b"print(1)\n")}
     refused = client.post("/api/v1/submissions", headers=red, data={"problem": "tiny"}, files=files)
     assert refused.status_code == 401 and "revoked" in refused.json()["detail"]
-    monkeypatch.setattr(tokencache, "TTL_S", 0.0)  # as if TTL_S had passed
+    monkeypatch.setattr(tokencache, "TTL_S", 0.0)  # as if TTL_S had passed (LIVE_TTL_S
+    monkeypatch.setattr(tokencache, "LIVE_TTL_S", 0.0)  # while news is heard: SQLite)
     assert client.get("/api/v1/me", headers=blue).status_code == 401
 
 
@@ -144,18 +145,23 @@ def test_a_judged_submission_s_view_is_kept_for_later_streams(client, monkeypatc
     hub = client.app.state.broadcaster
     reads = hub.reads
     whole = ["status", "case", "case", "case", "end"]  # the hidden case at the end
-    for _ in range(3):
+    for _ in range(5):
         assert _follow(client, sub, red) == whole
-    assert hub.reads == reads + 1
+    # One read; at most one more if the broadcaster's safety poll saw the channel open.
+    assert hub.reads - reads <= 2
+    reads = hub.reads
     assert _follow(client, sub, {}) == whole  # an organizer's: read once for its class
-    assert hub.reads == reads + 2
+    assert 1 <= hub.reads - reads <= 2
 
+    reads = hub.reads
     readcache.hear(news.News(999, team=_team_id("blue")))  # another team's news: kept
-    _follow(client, sub, red)
-    assert hub.reads == reads + 2
+    for _ in range(5):
+        _follow(client, sub, red)
+    assert hub.reads - reads <= 1
+    reads = hub.reads
     readcache.hear(news.News(sub, team=_team_id("red")))  # its team's (a rejudge): read again
     _follow(client, sub, red)
-    assert hub.reads == reads + 3
+    assert hub.reads - reads >= 1
 
 
 def _team_id(name: str) -> int:

@@ -23,6 +23,7 @@ from api import news, readcache, tokencache
 from api.auth import touch_token
 from api.db.session import get_engine, session_scope
 from api.settings import get_settings
+from tests.service import wait_for
 from tests.test_read_scaling import client, contestant, judge, submit  # noqa: F401
 
 LONG = 60.0
@@ -125,15 +126,18 @@ def test_no_cache_when_the_staleness_is_zero(client, monkeypatch):  # noqa: F811
 
 
 @pytest.mark.skipif(not os.environ.get("CI"), reason="integration (CI=true)")
-def test_two_api_processes_hear_each_other_through_redis(tmp_path: Path) -> None:
-    from tests.service import postgres_database, redis_server, small_package, start_service
+@pytest.mark.parametrize("backend", ["postgres+redis", "embedded"])
+def test_two_api_processes_hear_each_other(tmp_path: Path, backend: str) -> None:
+    """Through Redis pub/sub, or through the news table on the embedded backend."""
+    from tests.service import small_package, start_service
     from tests.service import wait_for as until
     from tests.test_event_broadcast import second_api
+    from tests.test_service_e2e import backends
 
     long = {"MEMORACE_READ_STALENESS_S": str(LONG)}  # only the news can refresh them
     planner = Path(__file__).parents[1] / "reference_solutions" / "naive.py"
-    with postgres_database() as db_url, redis_server() as redis:
-        svc = start_service(tmp_path, [small_package(tmp_path)], db_url, redis.url,
+    with backends(backend) as (db_url, broker_url):
+        svc = start_service(tmp_path, [small_package(tmp_path)], db_url, broker_url,
                             extra_env=long)  # fmt: skip
         try:
             other = second_api(svc)
@@ -219,9 +223,9 @@ def test_a_value_computed_across_a_clear_of_its_scope_is_not_kept(monkeypatch) -
 
 
 @given(st.integers(0, 10**18 - 1), st.booleans(), st.one_of(st.none(), st.integers(0, 10**18 - 1)),
-       st.booleans(), st.booleans())  # fmt: skip
-def test_news_reads_back_what_was_sent(sub_id, queue, team, board, auth) -> None:
-    item = news.News(sub_id, queue, team, board, auth)
+       st.booleans(), st.booleans(), st.text("0123456789abcdef", max_size=32))  # fmt: skip
+def test_news_reads_back_what_was_sent(sub_id, queue, team, board, auth, origin) -> None:
+    item = news.News(sub_id, queue, team, board, auth, origin)
     assert news.parse(news.message(item)) == item
 
 
@@ -253,6 +257,7 @@ def test_a_list_showing_a_queued_submission_is_scoped_to_the_queue(client, monke
     red, blue = contestant(client, "red", "alice"), contestant(client, "blue", "bob")
     judge(submit(client, red, 1), {"one": 1.0, "three": 0.5, "two": 0.25})
     submit(client, blue, 2)  # waits for a worker
+    heard_all_news(client)  # red's judging's news (SQLite: read from the news table)
     assert _list(client, red)[0]["queue_position"] is None
     assert _list(client, blue)[0]["queue_position"] == 1
     scopes = {scope for _, scope, _ in readcache._entries.values() if scope[0] != readcache.BOARD}
@@ -260,6 +265,14 @@ def test_a_list_showing_a_queued_submission_is_scoped_to_the_queue(client, monke
     readcache.hear(news.News(99, queue=True, team=10**6))  # another team's claim
     kept = {scope[0] for _, scope, _ in readcache._entries.values()}
     assert readcache.QUEUED not in kept and readcache.LISTS in kept
+
+
+def heard_all_news(client) -> None:  # noqa: F811  (the fixture's client)
+    """Waits until this process has read every news row written so far (SQLite)."""
+    url, hub = get_settings().database_url, client.app.state.broadcaster
+    if url.startswith("sqlite"):
+        last = news.last_row(url)
+        wait_for(lambda: hub.table_read >= last, 10, "the news table read", 0.02)
 
 
 def test_changes_to_who_may_do_what_clear_the_token_caches(client, monkeypatch):  # noqa: F811

@@ -323,3 +323,14 @@ class BlobChunk(Base):
     sha256: Mapped[str] = mapped_column(String(64), primary_key=True)
     seq: Mapped[int] = mapped_column(Integer, primary_key=True)
     data: Mapped[bytes] = mapped_column(LargeBinary)
+
+
+class NewsRow(Base):
+    """News of a change (api.news) where no Redis carries it: on the embedded backend a
+    writer adds a row in the same transaction as its change (SQLite commits one writer
+    at a time, so ids rise in commit order), and each API process tails the table."""
+
+    __tablename__ = "news"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    text: Mapped[str] = mapped_column(String(200))
+    at: Mapped[datetime] = mapped_column(Stamp, default=utcnow)
