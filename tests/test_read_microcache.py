@@ -23,7 +23,6 @@ from api import news, readcache, tokencache
 from api.auth import touch_token
 from api.db.session import get_engine, session_scope
 from api.settings import get_settings
-from tests.service import wait_for
 from tests.test_read_scaling import client, contestant, judge, submit  # noqa: F401
 
 LONG = 60.0
@@ -257,7 +256,6 @@ def test_a_list_showing_a_queued_submission_is_scoped_to_the_queue(client, monke
     red, blue = contestant(client, "red", "alice"), contestant(client, "blue", "bob")
     judge(submit(client, red, 1), {"one": 1.0, "three": 0.5, "two": 0.25})
     submit(client, blue, 2)  # waits for a worker
-    heard_all_news(client)  # red's judging's news (SQLite: read from the news table)
     assert _list(client, red)[0]["queue_position"] is None
     assert _list(client, blue)[0]["queue_position"] == 1
     scopes = {scope for _, scope, _ in readcache._entries.values() if scope[0] != readcache.BOARD}
@@ -265,14 +263,6 @@ def test_a_list_showing_a_queued_submission_is_scoped_to_the_queue(client, monke
     readcache.hear(news.News(99, queue=True, team=10**6))  # another team's claim
     kept = {scope[0] for _, scope, _ in readcache._entries.values()}
     assert readcache.QUEUED not in kept and readcache.LISTS in kept
-
-
-def heard_all_news(client) -> None:  # noqa: F811  (the fixture's client)
-    """Waits until this process has read every news row written so far (SQLite)."""
-    url, hub = get_settings().database_url, client.app.state.broadcaster
-    if url.startswith("sqlite"):
-        last = news.last_row(url)
-        wait_for(lambda: hub.table_read >= last, 10, "the news table read", 0.02)
 
 
 def test_changes_to_who_may_do_what_clear_the_token_caches(client, monkeypatch):  # noqa: F811

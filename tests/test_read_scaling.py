@@ -17,7 +17,7 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import event, select
 
-from api import queue
+from api import news, queue
 from api.db.models import CaseResultRow, Judging, ProblemVersion
 from api.db.session import get_engine, session_scope
 from api.settings import get_settings
@@ -52,7 +52,9 @@ def client(request, tmp_path, monkeypatch) -> Iterator[TestClient]:
         token = bootstrap(get_settings(), "admin", [package])
         with TestClient(create_app()) as c:
             c.headers["Authorization"] = f"Bearer {token}"
+            _apps[:] = [c.app]
             yield c
+            _apps.clear()
         get_engine(get_settings().database_url).dispose()  # before the database is dropped
         get_settings.cache_clear()
         queue.producer.cache_clear()
@@ -83,9 +85,22 @@ def submit(client: TestClient, headers: dict[str, str], n: int) -> int:
     return reply.json()["id"]
 
 
+_apps: list = []  # the client fixture's app: judge() waits until it heard the news
+
+
+def heard_all_news() -> None:
+    """Waits until the fixture's app has read every news row written so far (SQLite's
+    news table is read a few times a second: a test must not race its own worker)."""
+    url = get_settings().database_url
+    if _apps and url.startswith("sqlite"):
+        hub, last = _apps[0].state.broadcaster, news.last_row(url)
+        wait_for(lambda: hub.table_read >= last, 10, "the news table read", 0.02)
+
+
 def judge(sub_id: int, scores: dict[str, float]) -> None:
     """The end of a judging as the worker makes it: the results of one attempt, then
-    the worker's own _finish (scores, status, the submission's board fields)."""
+    the worker's own _finish (scores, status, the submission's board fields), and its
+    news heard."""
     url = get_settings().database_url
     with session_scope(url) as db:
         j = db.scalars(select(Judging).where(Judging.submission_id == sub_id)).one()
@@ -96,6 +111,7 @@ def judge(sub_id: int, scores: dict[str, float]) -> None:
                                  verdict="OK", lower_bound=16, score=score, peak=16))  # fmt: skip
         judging_id = j.id
     _finish(url, judging_id, 1, "")
+    heard_all_news()
 
 
 def board(client: TestClient, headers: dict[str, str], etag: str | None = None) -> httpx.Response:
