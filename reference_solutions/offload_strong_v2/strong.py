@@ -5,7 +5,7 @@ v1 cases (no v2 field) go to the C++ planner `offload_strong.cpp` (built as
 ./strong_v1 by memorace.toml). On v2 cases, anytime, every better plan written at once:
 1. greedy's plan (offload_greedy.py), so the result is never below greedy;
 2. with tensors that start on NVMe: the same choice with their copy-ins paced so that
-   the NVMe reads run back to back from time 0 (nvme_pace.py; a third of the budget);
+   the NVMe reads run back to back from time 0 (nvme_pace.py; half the budget);
 3. seeds (half the budget left): greedy's choice of what to park at the highest memory
    target whose plan fits (bisection), with copy-ins moved early only up to a lower
    fill level (room left for fragmentation), placed longest window first or by first
@@ -178,14 +178,14 @@ class Search:
         """Tensors that start on NVMe fetched at a pace that keeps its reads back to back
         (nvme_pace.py), at memory targets a little below greedy's (their bytes arrive
         early), paced by the best plan's timing (again after each better plan) or by
-        compute slowed down twice; a third of the time at most."""
+        compute slowed down twice; half the time at most."""
         import nvme_pace as pace
 
         if not pace.starts_on_nvme(self.case, self.kinds):
             return
         cap = int(self.case["capacity"])
-        base, until = cap if target is None else target, time.monotonic() + self.left() / 3
-        for drop, which in ((1, 0), (2, 0), (3, 0), (2, 1), (2, 0)):
+        base, until = cap if target is None else target, time.monotonic() + self.left() / 2
+        for drop, which in ((2, 0), (1, 0), (3, 0), (2, 1), (2, 0)):
             if time.monotonic() >= until:
                 return
             ends = pace.estimates(self.case, self.best_timing)[which]
