@@ -4,12 +4,14 @@
 v1 cases (no v2 field) go to the C++ planner `offload_strong.cpp` (built as
 ./strong_v1 by memorace.toml). On v2 cases, anytime, every better plan written at once:
 1. greedy's plan (offload_greedy.py), so the result is never below greedy;
-2. seeds (half the budget): greedy's choice of what to park at the highest memory
+2. with tensors that start on NVMe: the same choice with their copy-ins paced so that
+   the NVMe reads run back to back from time 0 (nvme_pace.py; half the budget);
+3. seeds (half the budget left): greedy's choice of what to park at the highest memory
    target whose plan fits (bisection), with copy-ins moved early only up to a lower
    fill level (room left for fragmentation), placed longest window first or by first
    fit; on the best target, lower fill levels and the other ways out (compress
    whenever it saves link time or never; recompute whenever the sources are held);
-3. local search on the best plan, led by the judge's own timing (a bundled copy of
+4. local search on the best plan, led by the judge's own timing (a bundled copy of
    judge.types.offload computes the exact makespan): for the steps that wait longest,
    fetch the late residency earlier or later (one at a time, or all led ones a step
    at once), raise its copy priority or that of the copy-out whose bytes it waits for,
@@ -161,6 +163,36 @@ class Search:
 
     # ---- seeds ---------------------------------------------------------------------------
 
+    def build(self, chosen, knobs=None):
+        """The state for greedy's choice of parks `chosen`, placed (None if it does not fit)."""
+        g = self.g
+        rows = g.residencies(self.tensors, chosen, self.kinds)
+        leave, rec = g.ways(self.case, self.tensors, self.kinds, rows, knobs or g.GREEDY)
+        for placer in ("longest first", "first fit"):
+            offsets = self.place(rows, rec, placer)
+            if offsets is not None:
+                return State(rows, leave, rec, offsets, placer=placer)
+        return None
+
+    def paced_seeds(self, target):
+        """Tensors that start on NVMe fetched at a pace that keeps its reads back to back
+        (nvme_pace.py), at memory targets a little below greedy's (their bytes arrive
+        early), paced by the best plan's timing (again after each better plan) or by
+        compute slowed down twice; half the time at most."""
+        import nvme_pace as pace
+
+        if not pace.starts_on_nvme(self.case, self.kinds):
+            return
+        cap = int(self.case["capacity"])
+        base, until = cap if target is None else target, time.monotonic() + self.left() / 2
+        for drop, which in ((2, 0), (1, 0), (3, 0), (2, 1), (2, 0)):
+            if time.monotonic() >= until:
+                return
+            ends = pace.estimates(self.case, self.best_timing)[which]
+            chosen = pace.paced_choice(self.g, self.case, self.tensors, self.kinds,
+                                       base - drop * cap // 25, ends)  # fmt: skip
+            self.offer(self.build(chosen))
+
     def seeds(self, greedy_target):
         """Park as little as fits: bisect the memory target (what to park) between one
         whose plan fits and one whose does not, each target with copy-ins moved early
@@ -178,14 +210,7 @@ class Search:
         def at(park, fill, knobs=g.GREEDY):
             if time.monotonic() >= until:
                 return None
-            chosen = g.choose(self.tensors, gaps, load0, park, entries, fill)
-            rows = g.residencies(self.tensors, chosen, self.kinds)
-            leave, rec = g.ways(case, self.tensors, self.kinds, rows, knobs)
-            for placer in ("longest first", "first fit"):
-                offsets = self.place(rows, rec, placer)
-                if offsets is not None:
-                    return State(rows, leave, rec, offsets, placer=placer)
-            return None
+            return self.build(g.choose(self.tensors, gaps, load0, park, entries, fill), knobs)
 
         step = max(1, cap // 20)
 
@@ -394,11 +419,16 @@ def main():
     )
     g = search.g
     *plan, target = g.greedy_plan(case, search.tensors, search.kinds)
+    cap = int(case["capacity"])
+    if target is not None and target < cap - 11 * (cap // 25):
+        target = None  # greedy went below 56 % (decode): the seeds bisect from half
     greedy = State(*plan)
     if not search.offer(greedy):  # greedy broke a rule (the host capacity): write it anyway
         search.write(g.plan_json(search.tensors, greedy.rows, greedy.offsets, greedy.leave,
                                  greedy.recomputed))  # fmt: skip
     try:
+        if search.best is not None:
+            search.paced_seeds(target)
         search.seeds(target)
         if search.best is not None:
             search.improve()
