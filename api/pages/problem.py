@@ -1,5 +1,5 @@
 """The problem page's main part (statement and cases), rendered once per process for
-each problem version, board counter, set of case weights and viewer class (whether
+each problem version, set of case weights and viewer class (whether
 hidden cases' figures show; whether the viewer is signed in). A request then costs one
 query (api.db.board.snapshot; none while api.readcache holds it) and the page's frame."""
 
@@ -107,6 +107,8 @@ def problem_main(db: Session, slug: str, viewer: Viewer) -> tuple[str, Markup]:
 
 
 def _key(db_key: Hashable, state: board.Snapshot, viewer: Viewer) -> tuple:
+    """What the page shows: the version (its statement and cases), the weights, a hidden
+    case's figures or not. Not the board's counter: it moved with every judging's end,
+    and every viewer's page was rendered again (on the hot path's event loop)."""
     hidden = submissions.sees_hidden(viewer, state.revealed)  # a hidden case's figures
-    return (db_key, state.version_id, state.counter, state.weights, hidden,
-            viewer is not None)  # fmt: skip
+    return (db_key, state.version_id, state.weights, hidden, viewer is not None)
