@@ -19,9 +19,10 @@ from celery.beat import PersistentScheduler
 from sqlalchemy import select
 
 from api import imports as api_imports
-from api import queue
+from api import news, queue
 from api.db.models import Judging, aware, utcnow
 from api.db.session import session_scope
+from api.news import News
 from api.settings import Settings, get_settings
 from worker.judging import _add
 
@@ -93,6 +94,7 @@ def reap(settings: Settings) -> list[int]:
                 j.submission.status_detail = (
                     f"re-queued: the worker judging it ({j.worker}) stopped answering"
                 )
+                news.after_commit(db, News(j.submission_id, queue=True, team=j.submission.team_id))
                 if j.id in (waiting or ()):
                     j.enqueued_at = now
                     continue

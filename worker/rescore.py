@@ -7,9 +7,11 @@ from typing import Any
 
 from sqlalchemy import select
 
+from api import news
 from api.blobs import plan_file
 from api.db.models import Case, CaseResultRow, Judging, ProblemVersion, Submission
 from api.db.session import session_scope
+from api.news import News
 from api.problems import package_of
 from api.settings import Settings
 from judge.package import load_cases
@@ -44,6 +46,8 @@ def rescore_version(settings: Settings, version_id: int) -> int:
             db.flush()
             db.refresh(new)
             _finalize(db, new)
+        if subs:  # boards and lists of every team moved: news that clears everything
+            news.after_commit(db, News(0, board=True))
         return len(subs)
 
 
