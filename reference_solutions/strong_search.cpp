@@ -1395,6 +1395,7 @@ class CanonicalSearch {
   int numParts() const { return (int)parts_.size(); }
   const std::vector<int>& partMembers(int p) const { return parts_[p].members; }
   i64 solutionOffset(int b) const { return sol_[b]; }
+  i64 nodesUsed() const { return nodesUsed_; }
 
   // Tries to place every buffer of top-level part `p` under `target`, with
   // preorder `heuristic`, making at most `nodeBudget` placements.  kFound
@@ -1408,6 +1409,7 @@ class CanonicalSearch {
     deadline_ = &deadline;
     truncated_ = false;
     Result r = dfs(parts_[p], 0, -1);
+    nodesUsed_ = nodeBudget - nodesLeft_;
     return r == Result::kInfeasible && truncated_ ? Result::kAborted : r;
   }
 
@@ -1893,6 +1895,7 @@ class CanonicalSearch {
 
   const std::vector<int>* rank_ = nullptr;
   i64 nodesLeft_ = 0;
+  i64 nodesUsed_ = 0;  // placements the last solve() made
   const Deadline* deadline_ = nullptr;
   std::vector<i64> off_, floor_, sol_;
   std::vector<i64> secTotal_, secFloor_;  // unplaced size; min unplaced floor
@@ -2003,6 +2006,7 @@ class Tightener {
       Result r = search_.solve(p, target, h, budget, deadline_);
       if (r == Result::kInfeasible) return r;
       if (r == Result::kFound) {
+        logLine("part %d: preorder %d found it in %lld placements", p, h, search_.nodesUsed());
         std::vector<i64> candidate = off_;
         for (int b : search_.partMembers(p)) candidate[b] = search_.solutionOffset(b);
         const i64 peak = partPeakOf(p, candidate);
