@@ -2059,8 +2059,8 @@ class Tightener {
 
   static constexpr int kRandomPerRound = 4;
   static constexpr double kRandomFrac = 0.5;
-  static constexpr int kPaddedPerRound = 4;
-  static constexpr i64 kMaxPaddedBudget = 256;
+  static constexpr int kPaddedPerRound = 2;
+  static constexpr i64 kMaxPaddedBudget = 64;
   CanonicalSearch& search_;
   int nextRandom_ = 0;
   i64 grain_ = 0;
