@@ -1,9 +1,10 @@
 """Benchmark: strong_search beside best_fit on hard `offset` cases and real traces.
 
 Sets: generated MiniMalloc-like cases (scripts/offset_cases.py, capacity =
-lower bound), MiniMalloc's challenging A-F (capacity 1048576) and the
-idealloc real traces (no capacity of their own: 2^50). Times are CPU seconds
-(the machine is shared, wall time says little). Every planner is built
+lower bound; `--family replay` for the earlier construction), MiniMalloc's
+challenging A-F (capacity 1048576) and the idealloc real traces (no capacity
+of their own: 2^50). Times are CPU seconds (the machine is shared, wall time
+says little). Every planner is built
 once with the contest's flags and run directly (no sandbox: this measures the
 planners, not the judge) with MEMORACE_CASE_DIR / MEMORACE_OUT_DIR; every plan
 is checked with the judge's verifier. Prints, per set, the fraction fitted and
@@ -13,7 +14,7 @@ idealloc each planner's peak / lower bound. No assertions: figures only.
 
     python benchmarks/offset_planners.py [--count 300] [--subset N] [--time-limit 10]
         [--trace-time-limit 30] [--jobs 2] [--set generated|minimalloc|idealloc|all]
-        [--start S] [--planners best_fit.cpp strong_search.cpp]
+        [--start S] [--planners best_fit.cpp strong_search.cpp] [--family sliced|replay]
 
 MiniMalloc's own solver is not run: its sources are not on this machine (its
 Abseil dependency is: `apt-get install libabsl-dev`).
@@ -43,7 +44,7 @@ from judge.verifier import check_plan
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # scripts/ is not installed: run from a checkout
-from scripts.offset_cases import write_cases  # noqa: E402
+from scripts.offset_cases import FAMILY, REPLAY, write_cases  # noqa: E402
 
 DATA = Path(os.environ.get("MEMORACE_SHARED_DATA", ROOT.parent / "shared" / "data"))
 PLANNERS = ("best_fit.cpp", "strong_search.cpp")
@@ -175,6 +176,7 @@ def main() -> None:
     )
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--set", choices=["generated", "minimalloc", "idealloc", "all"])
+    parser.add_argument("--family", choices=["sliced", "replay"], default="sliced")
     args = parser.parse_args()
     chosen = args.set or "all"
     console = Console()
@@ -182,10 +184,12 @@ def main() -> None:
         exes = {p: build(ROOT / "reference_solutions" / p, Path(tmp)) for p in args.planners}
         if chosen in ("generated", "all"):
             count = args.subset or args.count
-            paths = write_cases(Path(tmp, "gen"), count, seed=args.start)
+            family = FAMILY if args.family == "sliced" else REPLAY
+            paths = write_cases(Path(tmp, "gen"), count, seed=args.start, family=family)
             cases = [(p, 1 << 20) for p in paths]
             runs = run_set(exes, cases, args.time_limit, args.jobs)
-            console.print(fit_table("generated hard cases (capacity = lower bound)", cases, runs))
+            title = f"generated {args.family} cases (capacity = lower bound)"
+            console.print(fit_table(title, cases, runs))
             for name, rs in runs.items():
                 failed = [cases[i][0].name.split(".")[0] for i, r in enumerate(rs) if not r.fits]
                 console.print(f"{name} did not fit: {failed or 'none'}")

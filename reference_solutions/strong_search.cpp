@@ -45,6 +45,10 @@
 //          the node without re-enumerating the other side), each with its
 //          preorder ranked again on what is left of it (MiniMalloc's SubSolve:
 //          T, the largest section total, counts only unplaced buffers).
+//      While the seed is above the capacity, the same search also runs on
+//      the buffers plus "fillers" that fill every section to the capacity
+//      (guesses at the pieces removed from a perfect packing, MiniMalloc's
+//      challenging cases; see fillerBuffers), 16 guesses in turn.
 //      First T = capacity (only if the seed does not fit), then T is tightened
 //      by rounds of growing budget: the lower bound first, then a binary
 //      search between it and the current peak, until peak == lower bound or
@@ -78,6 +82,7 @@
 #include <functional>
 #include <limits>
 #include <map>
+#include <memory>
 #include <numeric>
 #include <queue>
 #include <random>
@@ -1395,6 +1400,7 @@ class CanonicalSearch {
   int numParts() const { return (int)parts_.size(); }
   const std::vector<int>& partMembers(int p) const { return parts_[p].members; }
   i64 solutionOffset(int b) const { return sol_[b]; }
+  i64 nodesUsed() const { return nodesUsed_; }
 
   // Tries to place every buffer of top-level part `p` under `target`, with
   // preorder `heuristic`, making at most `nodeBudget` placements.  kFound
@@ -1408,6 +1414,7 @@ class CanonicalSearch {
     deadline_ = &deadline;
     truncated_ = false;
     Result r = dfs(parts_[p], 0, -1);
+    nodesUsed_ = nodeBudget - nodesLeft_;
     return r == Result::kInfeasible && truncated_ ? Result::kAborted : r;
   }
 
@@ -1893,6 +1900,7 @@ class CanonicalSearch {
 
   const std::vector<int>* rank_ = nullptr;
   i64 nodesLeft_ = 0;
+  i64 nodesUsed_ = 0;  // placements the last solve() made
   const Deadline* deadline_ = nullptr;
   std::vector<i64> off_, floor_, sol_;
   std::vector<i64> secTotal_, secFloor_;  // unplaced size; min unplaced floor
@@ -1945,13 +1953,37 @@ class Tightener {
 
   // Phase 1: the seed is above capacity; search under the capacity with
   // growing budgets.  Returns false if that was proven impossible.
-  bool fitCapacity(i64 capacity) {
+  // `padded` (see fillerBuffers) search the same buffers plus fillers; after
+  // each of our rounds kPaddedPerRound of them, in turn, share our budget
+  // (when fillers fit, the search is nearly forced: small budgets do, and
+  // past kMaxPaddedBudget they stop, so a case they do not help loses little).
+  // A fit of theirs is a fit of ours (fillers dropped); their failure proves
+  // nothing, so a padded search found infeasible just leaves the rotation.
+  bool fitCapacity(i64 capacity, std::vector<Tightener*> padded = {}) {
+    size_t next = 0;
     for (i64 budget = 2; !deadline_.passed(); budget *= 2) {
       Result r = attempt(roundDown(capacity), budget);
       if (r == Result::kFound) return true;
       if (r == Result::kInfeasible) return false;
+      if (budget > kMaxPaddedBudget) padded.clear();
+      for (int k = 0; k < kPaddedPerRound && !padded.empty() && !deadline_.passed(); ++k) {
+        const size_t i = next++ % padded.size();
+        Tightener* pad = padded[i];
+        r = pad->attempt(pad->roundDown(capacity), std::max<i64>(1, budget / kPaddedPerRound));
+        if (r == Result::kInfeasible) padded.erase(padded.begin() + (long)i);
+        if (r == Result::kFound && pad->peak() <= capacity) {
+          adopt(pad->offsets());
+          return true;
+        }
+      }
     }
     return false;
+  }
+
+  // Takes the leading offsets of a padded search (the real buffers) as ours.
+  void adopt(const std::vector<i64>& offsets) {
+    std::copy(offsets.begin(), offsets.begin() + (long)off_.size(), off_.begin());
+    for (int p = 0; p < search_.numParts(); ++p) partPeak_[p] = partPeakOf(p, off_);
   }
 
   // Phase 2: lower the peak towards `lo` (a proven lower bound).  Each round
@@ -2003,6 +2035,7 @@ class Tightener {
       Result r = search_.solve(p, target, h, budget, deadline_);
       if (r == Result::kInfeasible) return r;
       if (r == Result::kFound) {
+        logLine("part %d: preorder %d found it in %lld placements", p, h, search_.nodesUsed());
         std::vector<i64> candidate = off_;
         for (int b : search_.partMembers(p)) candidate[b] = search_.solutionOffset(b);
         const i64 peak = partPeakOf(p, candidate);
@@ -2026,6 +2059,8 @@ class Tightener {
 
   static constexpr int kRandomPerRound = 4;
   static constexpr double kRandomFrac = 0.5;
+  static constexpr int kPaddedPerRound = 2;
+  static constexpr i64 kMaxPaddedBudget = 64;
   CanonicalSearch& search_;
   int nextRandom_ = 0;
   i64 grain_ = 0;
@@ -2058,6 +2093,57 @@ struct Job {
     written = best.peak;
   }
 };
+
+// Fillers: buffers that raise the load of every time section to exactly
+// `height`.  Where the load is below the height the search has slack that
+// section inference cannot use (it bites only where a section is full), and
+// MiniMalloc's challenging cases look like perfect packings of the square with
+// a few pieces removed (the generator's docstring): with the removed pieces
+// put back every section is full and the search is nearly forced (6 of 8
+// such cases fit in under 0.3 s, against none with the pieces removed).  The
+// fillers guess them from the deficit profile (height - load over time): a
+// rise opens a filler; a fall closes an open filler of exactly its size if
+// there is one (a removed piece ends as it began), otherwise, by `variant`,
+// the latest (0), the earliest (1) or a random one (splitting it if it is
+// larger).  A fit with fillers is a fit without them.
+std::vector<SearchBuffer> fillerBuffers(const std::vector<SearchBuffer>& buffers, i64 height,
+                                        int variant) {
+  std::map<i64, i64> delta;  // load change at each time
+  for (const SearchBuffer& b : buffers) {
+    delta[b.lower] += b.size;
+    delta[b.upper] -= b.size;
+  }
+  std::mt19937_64 rng(0x9e3779b9ULL * (variant + 1));
+  std::vector<SearchBuffer> fillers;
+  std::vector<std::pair<i64, i64>> open;  // (start, size), in opening order
+  i64 load = 0, deficit = 0;
+  for (auto it = delta.begin(); it != delta.end(); ++it) {
+    const i64 t = it->first;
+    load += it->second;
+    const i64 want = std::next(it) == delta.end() ? 0 : std::max<i64>(0, height - load);
+    if (want > deficit) open.push_back({t, want - deficit});
+    for (i64 fall = deficit - want; fall > 0;) {
+      size_t j = variant == 0 ? open.size() - 1 : variant == 1 ? 0 : rng() % open.size();
+      for (size_t k = open.size(); k-- > 0;)
+        if (open[k].second == fall) {
+          j = k;
+          break;
+        }
+      auto& [start, size] = open[j];
+      const i64 cut = std::min(fall, size);
+      if (start < t) fillers.push_back({start, t, cut, 1});
+      fall -= cut;
+      if ((size -= cut) == 0) open.erase(open.begin() + (long)j);
+    }
+    deficit = want;
+  }
+  return fillers;
+}
+
+// Filler guesses searched beside the real problem while it does not fit, on
+// cases of up to kMaxPaddedBuffers search buffers (MiniMalloc's have 150-300).
+constexpr int kFillerVariants = 16;
+constexpr size_t kMaxPaddedBuffers = 2000;
 
 // Limits that keep the search's memory bounded (a few hundred MB at most).
 constexpr int kMaxSearchBuffers = 60000;
@@ -2129,7 +2215,32 @@ void runSearch(Job& job) {
     if (isTrivial(b)) floorPeak = std::max(floorPeak, std::max<i64>(b.size, 0));
     lo = std::max(lo, b.size);
   }
-  bool fits = tightener.peak() <= job.capacity || tightener.fitCapacity(job.capacity);
+  bool fits = tightener.peak() <= job.capacity;
+  if (!fits) {
+    // The padded searches (fillerBuffers) keep their buffers and searches
+    // alive here; each reports a fit through onImprove, real buffers first.
+    std::vector<std::vector<SearchBuffer>> padBuffers;
+    std::vector<std::unique_ptr<CanonicalSearch>> padSearches;
+    std::vector<std::unique_ptr<Tightener>> padTighteners;
+    std::vector<Tightener*> padded;
+    padBuffers.reserve(kFillerVariants);
+    const int variants = searchBuffers.size() <= kMaxPaddedBuffers ? kFillerVariants : 0;
+    for (int v = 0; v < variants; ++v) {
+      std::vector<SearchBuffer> fillers = fillerBuffers(searchBuffers, job.capacity, v);
+      if (fillers.empty()) break;
+      padBuffers.push_back(searchBuffers);
+      padBuffers.back().insert(padBuffers.back().end(), fillers.begin(), fillers.end());
+      auto padSearch = std::make_unique<CanonicalSearch>(padBuffers.back());
+      if (!padSearch->build(kMaxSearchEntries)) break;
+      std::vector<i64> padSeed = seed;
+      padSeed.resize(padBuffers.back().size(), 0);
+      padTighteners.push_back(std::make_unique<Tightener>(*padSearch, padSeed, padBuffers.back(),
+                                                          job.deadline, onImprove));
+      padded.push_back(padTighteners.back().get());
+      padSearches.push_back(std::move(padSearch));
+    }
+    fits = tightener.fitCapacity(job.capacity, padded);
+  }
   if (fits) tightener.tighten(lo);
 
   std::vector<i64> offsets = job.best.offsets;

@@ -10,31 +10,45 @@ than half the horizon):
     total of long-lived buffers / cap.    0-31 %          <= 31 %
     buffers live when the load peaks      14-71           >= 14
     distinct start/end times / buffers    0.47-0.59       0.45-0.65
-    largest buffer / capacity             10-68 %         (drawn 10-65 %)
-    median buffer / capacity              1.8-7.8 %       (follows the cut)
-    area density (area / horizon x peak)  0.66-0.98       (follows the holes)
+    largest buffer / capacity             10-68 %         (follows the cuts)
+    median buffer / capacity              1.8-7.8 %       (follows the cuts)
+    area density (area / horizon x peak)  0.66-0.98       (follows the removals)
 
-So the big buffers are short-lived and the long-lived ones are small: a few
-slivers that stay all along, and large blocks that come and go between them.
-`FAMILY` encodes the bounds above and is what the benchmark's headline set
-uses; `HARDER` lifts the long-lived and peak-live bounds (long-lived blocks
-up to 25 % of the capacity, few buffers at the peak), which makes cases that
-are much harder than the family (fewer, larger, longer pieces to fit).
+and what singles out their structure (the earlier replay construction's
+range in brackets):
 
-The construction replays a packing: a sweep over time steps keeps memory
-[0, C) split into occupied and free address ranges; at each step the buffers
-that end free their ranges, adjacent free ranges merge, and most free ranges
-are cut into new buffers (sizes log-uniform; lifespans mostly short, some
-long, the long ones small; with a per-case chance a range is stacked
-longest-lived first, as allocators that keep long-lived tensors low do) or
-left free for a while (holes: the load is below C most of the time).  New
-buffers straddle the boundaries of the ones that ended, so the packing is not
-a guillotine cut.  At one chosen step every free range is filled, so the load
-there is exactly C: the lower bound (max load) equals the capacity, and the
-offsets of the replay are a fitting plan by construction.  A draw whose
-measures fall outside the family's bounds is redrawn (same seed, same case).
+    largest buffer area / (2^20 x 2^20)   0.3-1.3 %, q90 ~ max   [4-7 %]
+    sd of log2(buffer area)               1.2-1.5 (F: 0.3)        [2.3-2.9]
+    corr(log size, log lifespan)          -0.60 to -0.78          [0 to -0.3]
+    times and sizes                       multiples of 1024, A-E span [0, 2^20)
 
-    python -m scripts.offset_cases OUT_DIR [--count 300] [--seed 0] [--harder]
+Every buffer's area is capped and size and lifespan are strongly
+anti-correlated: A-E are what recursive guillotine cuts of the 2^20 x 2^20
+square (time x address) give when every piece larger than a cap is cut in two
+along a random axis at a uniformly random 1024-multiple, until all pieces are
+below the cap (simulated: n ~ 2 / cap, times per buffer 0.45-0.52, area sd
+1.3-1.5, corr -0.70 to -0.79, area q10 ~ cap / 13: each matches A-E).  F's
+pieces are near-equal (sizes 4.6-10.5 %, lifespans 2.3-5.8 %): cuts across
+the longer side near its middle.  Then some pieces are removed (density 0.95-
+0.98 for A-C, 0.89 for D and E, 0.66 for F).  So `FAMILY` ("sliced") draws a
+cap (0.65-1.35 % of the square: 150-300 pieces), cuts the square, with chance
+1/6 in F's way, then removes a share of the pieces (2-12 %, F's way 20-35 %),
+sparing those live at one chosen time, so the load there is exactly C: the
+lower bound equals the capacity (as for A, B, E and F; C and D peak at 99 %
+and 94 %, so this is at least as tight as the family), and the uncut plan fits
+by construction.  A draw outside the bounds of the first table is redrawn.
+
+`REPLAY` is the earlier construction (kept to compare): a sweep over time
+steps keeps memory [0, C) split into occupied and free ranges, at each step
+free ranges are cut into new buffers (sizes log-uniform; lifespans mostly
+short, some long, the long ones small) or left free a while (holes), and at
+one step every free range is filled so the load there is C.  Its buffers
+straddle the boundaries of the ones that ended (no guillotine structure) and
+its areas are uncapped: at A-C's density it is much harder than A-C.
+`HARDER` is the replay with the long-lived and peak-live bounds lifted (long-
+lived blocks up to 25 % of the capacity, few buffers at the peak).
+
+    python -m scripts.offset_cases OUT_DIR [--count 300] [--seed 0] [--replay | --harder]
 
 writes `hard-NNN.1048576.csv` files (MiniMalloc CSV, the capacity in the name:
 `memorace problem import-minimalloc OUT_DIR` reads them).
@@ -43,6 +57,7 @@ writes `hard-NNN.1048576.csv` files (MiniMalloc CSV, the capacity in the name:
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import math
 import random
 from dataclasses import dataclass
@@ -65,9 +80,10 @@ class Family:
     max_size: tuple[float, float]  # range of the per-case largest new buffer (share)
     holes: tuple[float, float]  # range of the per-case share of freed memory left free
     steps: tuple[int, int]  # range of the per-case number of time steps
+    sliced: bool = False  # guillotine cuts of the square (see above), not the replay
 
 
-FAMILY = Family(
+REPLAY = Family(
     long_max_share=0.025,
     long_total_share=0.31,
     min_peak_live=14,
@@ -77,6 +93,7 @@ FAMILY = Family(
     holes=(0.02, 0.2),
     steps=(60, 160),
 )
+FAMILY = dataclasses.replace(REPLAY, sliced=True)  # the replay knobs are unused
 HARDER = Family(
     long_max_share=0.25, long_total_share=1.0, min_peak_live=1, times_per_buffer=(0, 1),
     long_share=(0.05, 0.2),
@@ -157,9 +174,59 @@ def generate(seed: int, capacity: int = CAPACITY, family: Family = FAMILY) -> Ha
     """One case of the family; the same seed gives the same case."""
     rng = random.Random(seed)
     while True:  # redraw the knobs until the case meets the family's bounds
-        case = _replay(rng, f"hard-{seed:03d}", capacity, family)
+        make = _slice if family.sliced else _replay
+        case = make(rng, f"hard-{seed:03d}", capacity, family)
         if in_family(family_stats(case.rows, capacity), family):
             return case
+
+
+# The sliced construction (FAMILY): area cap per piece, share of the square.
+SLICE_CAP = (0.0065, 0.0135)
+EVEN_CAP = (0.003, 0.0045)  # F's way: near-equal pieces, more of them removed
+REMOVED = (0.02, 0.12)
+EVEN_REMOVED = (0.2, 0.35)
+
+Piece = tuple[int, int, int, int]  # time [t0, t1) x address [y0, y1), in units
+
+
+def _slice(rng: random.Random, name: str, capacity: int, family: Family) -> HardCase:
+    units = capacity // GRAIN
+    even = rng.random() < 1 / 6
+    cap = rng.uniform(*(EVEN_CAP if even else SLICE_CAP)) * units * units
+    pieces = _cut(rng, (0, units, 0, units), cap, even)
+    full = rng.randrange(units)  # the load stays exactly C at this time
+    removed = rng.uniform(*(EVEN_REMOVED if even else REMOVED))
+    kept = [p for p in pieces if p[0] <= full < p[1] or rng.random() >= removed]
+    rng.shuffle(kept)  # the file order tells nothing about the packing
+    return HardCase(
+        name=name,
+        capacity=capacity,
+        rows=[(t0 * GRAIN, t1 * GRAIN, (y1 - y0) * GRAIN) for t0, t1, y0, y1 in kept],
+        offsets=[y0 * GRAIN for _, _, y0, _ in kept],
+    )
+
+
+def _cut(rng: random.Random, square: Piece, cap: float, even: bool) -> list[Piece]:
+    """Cuts every piece above `cap` in two until none is: along a random axis at
+    a uniform position, or (`even`) across the longer side near its middle."""
+    todo, done = [square], []
+    while todo:
+        t0, t1, y0, y1 = piece = todo.pop()
+        width, height = t1 - t0, y1 - y0
+        if width * height <= cap or (width < 2 and height < 2):
+            done.append(piece)
+            continue
+        in_time = width > height if even and width != height else rng.random() < 0.5
+        in_time = (in_time or height < 2) and width >= 2
+        lo, hi = (t0, t1) if in_time else (y0, y1)
+        middle = round(lo + (hi - lo) * rng.uniform(0.4, 0.6))
+        at = middle if even else rng.randint(lo + 1, hi - 1)
+        at = min(max(at, lo + 1), hi - 1)
+        if in_time:
+            todo += [(t0, at, y0, y1), (at, t1, y0, y1)]
+        else:
+            todo += [(t0, t1, y0, at), (t0, t1, at, y1)]
+    return done
 
 
 def _replay(rng: random.Random, name: str, capacity: int, family: Family) -> HardCase:
@@ -261,8 +328,10 @@ def main() -> None:
     parser.add_argument("--count", type=int, default=300)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--harder", action="store_true", help="the HARDER bounds, not FAMILY")
+    parser.add_argument("--replay", action="store_true", help="the REPLAY construction")
     args = parser.parse_args()
-    paths = write_cases(args.out, args.count, args.seed, HARDER if args.harder else FAMILY)
+    family = HARDER if args.harder else REPLAY if args.replay else FAMILY
+    paths = write_cases(args.out, args.count, args.seed, family)
     print(f"wrote {len(paths)} cases to {args.out}")
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+import statistics
 import tempfile
 from pathlib import Path
 
@@ -15,6 +17,7 @@ from scripts.offset_cases import (
     HARDER,
     MAX_BUFFERS,
     MIN_BUFFERS,
+    REPLAY,
     family_stats,
     generate,
     in_family,
@@ -26,7 +29,7 @@ OFFSET = get_type("offset")
 
 
 @settings(max_examples=40, deadline=None)
-@given(st.integers(min_value=0, max_value=2**32), st.sampled_from([FAMILY, HARDER]))
+@given(st.integers(min_value=0, max_value=2**32), st.sampled_from([FAMILY, REPLAY, HARDER]))
 def test_every_case_is_valid_and_its_planted_plan_fits_at_the_lower_bound(seed, family):
     case = generate(seed, family=family)
     with tempfile.TemporaryDirectory() as tmp:
@@ -58,3 +61,14 @@ def test_written_cases_carry_the_capacity_in_their_names(tmp_path):
     paths = write_cases(tmp_path, 2, seed=5)
     assert [p.name for p in paths] == ["hard-005.1048576.csv", "hard-006.1048576.csv"]
     assert paths[0].read_text() == generate(5).csv()
+
+
+def test_sliced_cases_have_the_area_cap_and_shape_of_a_to_e():
+    """The measures that single out A-E (the module docstring): every area under
+    1.4 % of the square, and size strongly anti-correlated with lifespan."""
+    for seed in range(20):
+        rows = generate(seed).rows
+        sizes = [math.log(size) for _, _, size in rows]
+        spans = [math.log(up - lo) for lo, up, _ in rows]
+        assert max((up - lo) * size for lo, up, size in rows) <= 0.0135 * (1 << 40)
+        assert statistics.correlation(sizes, spans) < -0.4
