@@ -208,7 +208,7 @@ class Broadcaster:
             channel = self.channels[sub_id] = Channel(sub_id)
         viewer = Viewer(cls)
         channel.viewers.add(viewer)
-        kept = channel.views.get(cls) or readcache.get(_final_key(self.url, sub_id, cls))
+        kept = channel.views.get(cls) or readcache.get(final_key(self.url, sub_id, cls))
         if kept is not None:
             viewer.offer(kept)  # current: news keeps it so (or clears the kept final one)
         else:
@@ -367,7 +367,8 @@ class Broadcaster:
             self.wake.set()
 
 
-def _final_key(url: str, sub_id: int, cls: str) -> tuple[str, str, int, str]:
+def final_key(url: str, sub_id: int, cls: str) -> tuple[str, str, int, str]:
+    """The readcache key of a judged submission's kept view (url: the database's)."""
     return ("final view", url, sub_id, cls)
 
 
@@ -379,7 +380,7 @@ def _keep_final(url: str, sub_id: int, views: dict[str, View], gen: int) -> None
     for cls, view in views.items():
         if view.final:
             scope = (readcache.LISTS, view.team)
-            readcache.put(_final_key(url, sub_id, cls), view, gen, scope)
+            readcache.put(final_key(url, sub_id, cls), view, gen, scope)
 
 
 def broadcaster(app: Any) -> Broadcaster:

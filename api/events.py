@@ -19,7 +19,7 @@ from fastapi import Request
 from fastapi.responses import JSONResponse, StreamingResponse
 from starlette.types import Receive, Scope, Send
 
-from api.broadcast import CONTESTANT, ORGANIZER, Broadcaster, broadcaster
+from api.broadcast import CONTESTANT, ORGANIZER, Broadcaster, View, broadcaster
 from api.db.models import User
 from api.fdlimit import stream_capacity
 from api.settings import Settings
@@ -163,6 +163,17 @@ async def _events(
                     yield "".join(out)
     finally:
         slot.release()
+
+
+def whole_stream(view: View) -> str:
+    """What a new stream (no Last-Event-ID) sends of a judged submission's final view:
+    its status, every case and the end, as _events sends them (api.hotpath answers such
+    a follow with it, without opening a stream)."""
+    jid, last = view.judging_id, view.cases[-1][0] if view.cases else 0
+    out = [_sse("status", view.status, f"{jid}:0")]
+    out += [_sse("case", data, f"{jid}:{seq}") for seq, data in view.cases if seq > 0]
+    out.append(_sse("end", view.end, f"{jid}:{last}"))
+    return "".join(out)
 
 
 def _sse(event: str, data: str, event_id: str) -> str:

@@ -1,7 +1,8 @@
 """The hottest reads answered from this process's caches before FastAPI sees them.
 
-On a contest day most requests are the leaderboard, a team's submission list and the
-problem page, and most of those are answered from api.readcache; routing, dependency solving and the
+On a contest day most requests are the leaderboard, a team's submission list, the
+problem page and a follow of the team's latest submission (mostly judged by then), and
+most of those are answered from api.readcache; routing, dependency solving and the
 middlewares cost several times what the cached answer does (measured: the framework
 was the largest part of a cached read's CPU). HotReads answers such a request itself
 when everything it needs is in this process's memory: the token recently checked
@@ -23,7 +24,9 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from api import readcache, tokencache
 from api.auth import is_stale, token_hash
+from api.broadcast import CONTESTANT, ORGANIZER, final_key
 from api.caller import Caller
+from api.events import whole_stream
 from api.leaderboard import known_board_at
 from api.pages.common import CSP, SECURE_HEADERS
 from api.pages.problem import known_page
@@ -32,6 +35,12 @@ from api.routes_v1 import DEFAULT_PAGE, list_key
 BOARD_PREFIX = "/api/v1/leaderboard/"
 LIST_PATH = "/api/v1/submissions"
 PAGE_PREFIX = "/problems/"
+EVENTS_SUFFIX = "/events"
+STREAM_HEADERS = [  # as api.events.EventStream sets them (its body is chunked instead)
+    (b"content-type", b"text/event-stream; charset=utf-8"),
+    (b"cache-control", b"no-cache"),
+    (b"x-accel-buffering", b"no"),
+]
 PAGE_HEADERS = [  # as api.pages.common.render sets them, the CSP apart
     (b"content-type", b"text/html; charset=utf-8"),
     *((k.lower().encode(), v.encode()) for k, v in SECURE_HEADERS.items()),
@@ -48,6 +57,7 @@ class HotReads:
         url = get_engine(database_url).url
         self.database: Hashable = url  # as readcache.database() keys it
         self.token_db = str(url)  # as tokencache keys it
+        self.database_url = database_url  # as the broadcaster keys kept views
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         answer = self._answer(scope) if scope["type"] == "http" else None
@@ -66,7 +76,8 @@ class HotReads:
             return None
         path: str = scope["path"]
         board, page = path.startswith(BOARD_PREFIX), path.startswith(PAGE_PREFIX)
-        if scope["query_string"] or not (board or page or path == LIST_PATH):
+        follow = path.startswith(LIST_PATH + "/") and path.endswith(EVENTS_SUFFIX)
+        if scope["query_string"] or not (board or page or follow or path == LIST_PATH):
             return None
         headers = dict(reversed(scope["headers"]))  # a repeated one: the first, as Starlette
         if b"cookie" in headers:
@@ -78,6 +89,8 @@ class HotReads:
             return self._board(path[len(BOARD_PREFIX) :], caller, headers)  # type: ignore[arg-type]
         if page:
             return self._page(path[len(PAGE_PREFIX) :], caller)  # type: ignore[arg-type]
+        if follow:
+            return self._follow(path[len(LIST_PATH) + 1 : -len(EVENTS_SUFFIX)], caller, headers)  # type: ignore[arg-type]
         return self._list(caller)  # type: ignore[arg-type]
 
     def _caller(self, header: bytes | None) -> Caller | bool | None:
@@ -121,3 +134,16 @@ class HotReads:
         body, more = page
         extra = [(k.lower().encode(), v.encode()) for k, v in more.items()]
         return 200, [(b"content-type", b"application/json"), *extra], body
+
+    def _follow(self, sub_id: str, caller: Caller, headers: dict) -> Answer | None:
+        """A judged submission's whole stream, from its kept final view: a stream that
+        would end at once is not opened. A resume (Last-Event-ID) goes to the route."""
+        if b"last-event-id" in headers or not (sub_id.isascii() and sub_id.isdigit()):
+            return None
+        if len(sub_id) > 18:
+            return None
+        cls = ORGANIZER if caller.is_admin else CONTESTANT
+        view = readcache.get(final_key(self.database_url, int(sub_id), cls))
+        if view is None or not (caller.is_admin or view.team == caller.team_id):
+            return None  # not kept, or another team's: the route says 404
+        return 200, list(STREAM_HEADERS), whole_stream(view).encode()

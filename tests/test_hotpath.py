@@ -100,6 +100,7 @@ TOKENISH = st.text(string.printable, max_size=60).map(lambda t: f"Bearer {t}".en
         st.sampled_from(["/api/v1/submissions", "/api/v1/leaderboard/tiny", "/", "/problems/tiny"]),
         st.text(max_size=40).map(lambda t: "/api/v1/leaderboard/" + t),
         st.text(max_size=40).map(lambda t: "/problems/" + t),
+        st.text(max_size=40).map(lambda t: f"/api/v1/submissions/{t}/events"),
     ),
     query=st.binary(max_size=20),
     headers=st.lists(
@@ -196,3 +197,24 @@ def test_an_expired_token_gets_no_kept_answer(client, monkeypatch):  # noqa: F81
         reply = client.get(path, headers=red)
         assert "alice" not in reply.text and reply.status_code in (200, 401), path
     assert hotpath.served[0] == before
+
+
+def test_a_judged_submission_s_follow_is_the_stream_s_bytes(client, monkeypatch):  # noqa: F811
+    """A follow of a judged submission (a client following the team's latest, mostly
+    judged by then) is its whole stream from the kept view: no stream opened, no route.
+    Another team's, a resume, or a view not kept: the route."""
+    monkeypatch.setattr(readcache, "STALENESS_S", LONG)
+    red, blue = contestant(client, "red", "alice"), contestant(client, "blue", "bob")
+    sub = submit(client, red, 1)
+    judge(sub, {"one": 1.0, "three": 0.5, "two": 0.25})
+    path = f"/api/v1/submissions/{sub}/events"
+    for who in (red, {}):  # a contestant's and the organizers' (the client's token)
+        route, hot = _both(client, path, who)
+        assert route.status_code == 200 and route.text.startswith("id: ")
+        assert hot.content == route.content and "event: end" in hot.text
+        assert hot.headers["content-type"] == route.headers["content-type"]
+        assert hot.headers["cache-control"] == route.headers["cache-control"]
+    before = hotpath.served[0]
+    assert client.get(path, headers=blue).status_code == 404  # another team's: the route
+    resumed = client.get(path, headers={**red, "Last-Event-ID": f"{sub}:1"})
+    assert resumed.status_code == 200 and hotpath.served[0] == before
