@@ -179,7 +179,8 @@ class Broadcaster:
         return news.uses_redis(self.broker) or self.url.startswith("sqlite")
 
     def start(self) -> None:
-        """Started on the event loop by the first stream (the loop the streams run on)."""
+        """Started on the event loop (the streams'): by the lifespan when news can come,
+        else by the first stream."""
         if self.tasks:
             return
         self.limiter = anyio.CapacityLimiter(READERS)
@@ -188,7 +189,7 @@ class Broadcaster:
         self.tasks.append(asyncio.create_task(self._poll()))
         if news.uses_redis(self.broker):
             self.tasks.append(asyncio.create_task(self._listen()))
-        elif self.url.startswith("sqlite"):
+        elif self.hears_news:  # the news table
             self.tasks.append(asyncio.create_task(self._tail()))
 
     async def stop(self) -> None:

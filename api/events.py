@@ -25,6 +25,7 @@ from api.fdlimit import stream_capacity
 from api.settings import Settings
 
 SSE_KEEPALIVE_S = 15.0
+STREAM_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}  # api.hotpath too
 RETRY_AFTER_S = 10  # a stream ends with its judging: a slot is soon free again
 
 
@@ -100,8 +101,7 @@ class EventStream(StreamingResponse):
     up, a cancellation, an error), even if the body was never started."""
 
     def __init__(self, content: AsyncIterator[str], slot: Slot):
-        headers = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
-        super().__init__(content, media_type="text/event-stream", headers=headers)
+        super().__init__(content, media_type="text/event-stream", headers=STREAM_HEADERS)
         self.slot = slot
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:

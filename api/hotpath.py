@@ -26,7 +26,7 @@ from api import readcache, tokencache
 from api.auth import is_stale, token_hash
 from api.broadcast import CONTESTANT, ORGANIZER, final_key
 from api.caller import Caller
-from api.events import whole_stream
+from api.events import STREAM_HEADERS, whole_stream
 from api.leaderboard import known_board_at
 from api.pages.common import CSP, SECURE_HEADERS
 from api.pages.problem import known_page
@@ -36,10 +36,9 @@ BOARD_PREFIX = "/api/v1/leaderboard/"
 LIST_PATH = "/api/v1/submissions"
 PAGE_PREFIX = "/problems/"
 EVENTS_SUFFIX = "/events"
-STREAM_HEADERS = [  # as api.events.EventStream sets them (its body is chunked instead)
+FOLLOW_HEADERS = [  # as api.events.EventStream sets them (its body is chunked instead)
     (b"content-type", b"text/event-stream; charset=utf-8"),
-    (b"cache-control", b"no-cache"),
-    (b"x-accel-buffering", b"no"),
+    *((k.lower().encode(), v.encode()) for k, v in STREAM_HEADERS.items()),
 ]
 PAGE_HEADERS = [  # as api.pages.common.render sets them, the CSP apart
     (b"content-type", b"text/html; charset=utf-8"),
@@ -138,12 +137,11 @@ class HotReads:
     def _follow(self, sub_id: str, caller: Caller, headers: dict) -> Answer | None:
         """A judged submission's whole stream, from its kept final view: a stream that
         would end at once is not opened. A resume (Last-Event-ID) goes to the route."""
-        if b"last-event-id" in headers or not (sub_id.isascii() and sub_id.isdigit()):
-            return None
-        if len(sub_id) > 18:
+        number = sub_id.isascii() and sub_id.isdigit() and len(sub_id) <= 18
+        if b"last-event-id" in headers or not number:
             return None
         cls = ORGANIZER if caller.is_admin else CONTESTANT
         view = readcache.get(final_key(self.database_url, int(sub_id), cls))
         if view is None or not (caller.is_admin or view.team == caller.team_id):
             return None  # not kept, or another team's: the route says 404
-        return 200, list(STREAM_HEADERS), whole_stream(view).encode()
+        return 200, list(FOLLOW_HEADERS), whole_stream(view).encode()

@@ -155,9 +155,8 @@ def _lock_team(db: Session, team_id: int | None) -> None:
     if db.get_bind().dialect.name == "postgresql":
         db.execute(select(Team.id).where(Team.id == team_id).with_for_update())
     else:  # SQLite locks the whole database: a no-op write takes its write lock now
-        no_op = update(Team).where(Team.id == team_id).values(id=Team.id)
-        # Changes no team: no news for the token caches (every submission cleared them).
-        db.execute(no_op.execution_options(memorace_bookkeeping=True))
+        no_op = update(Team).where(Team.id == team_id).values(id=Team.id)  # no team changes:
+        db.execute(no_op.execution_options(memorace_bookkeeping=True))  # no news for tokens
 
 
 def _check_window(db: Session, user: User) -> None:
