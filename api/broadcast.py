@@ -170,6 +170,7 @@ class Broadcaster:
         self.seen: dict[int, tuple] = {}
         self.seen_global: tuple | None = None
         self.reads = 0  # submission reads so far (for tests and metrics)
+        self.heard = 0  # news heard so far (first_view)
         self.table_read = 0  # the last news row read (the embedded backend's news)
         self.polls = 0
 
@@ -201,15 +202,47 @@ class Broadcaster:
                 await task
         self.tasks = []
 
+    def current(self, sub_id: int, cls: str) -> View | None:
+        """The submission's view as news keeps it current: its channel's, or the kept
+        final one (news clears it)."""
+        channel = self.channels.get(sub_id)
+        found = channel.views.get(cls) if channel is not None else None
+        return found or readcache.get(final_key(self.url, sub_id, cls))
+
+    async def first_view(self, sub_id: int, cls: str) -> tuple[View | None, int]:
+        """The view a new stream starts from (None: no such submission), read now when
+        none is current, and the count of news heard before it: a stream that opens
+        later reads again if more came (watch), as the view may have missed it."""
+        heard = self.heard
+        found = self.current(sub_id, cls)
+        if found is not None:
+            return found, heard
+        self.start()
+        assert self.limiter is not None
+        gen = readcache.generation()
+        views = await anyio.to_thread.run_sync(
+            read_views, self.url, sub_id, {cls}, limiter=self.limiter
+        )
+        self.reads += 1
+        _keep_final(self.url, sub_id, views, gen)
+        return views.get(cls), heard
+
     @contextlib.asynccontextmanager
-    async def watch(self, sub_id: int, cls: str) -> AsyncIterator[Viewer]:
+    async def watch(
+        self, sub_id: int, cls: str, first: tuple[View, int] | None = None
+    ) -> AsyncIterator[Viewer]:
+        """`first`: first_view's answer, offered at once (read again if news came since)."""
         self.start()
         channel = self.channels.get(sub_id)
         if channel is None:
             channel = self.channels[sub_id] = Channel(sub_id)
         viewer = Viewer(cls)
         channel.viewers.add(viewer)
-        kept = channel.views.get(cls) or readcache.get(final_key(self.url, sub_id, cls))
+        kept = self.current(sub_id, cls)
+        if kept is None and first is not None:
+            kept = first[0]
+            if first[1] != self.heard:  # news since its read, maybe of this submission
+                self.news(sub_id)
         if kept is not None:
             viewer.offer(kept)  # current: news keeps it so (or clears the kept final one)
         else:
@@ -224,6 +257,7 @@ class Broadcaster:
 
     def news(self, sub_id: int, queue: bool = False) -> None:
         """Submission `sub_id` changed (and, with `queue`, so did the queue)."""
+        self.heard += 1
         channel = self.channels.get(sub_id)
         if channel is not None:
             self._refresh(channel)

@@ -20,7 +20,8 @@ from fastapi.responses import JSONResponse, StreamingResponse
 from starlette.types import Receive, Scope, Send
 
 from api.broadcast import CONTESTANT, ORGANIZER, Broadcaster, View, broadcaster
-from api.db.models import User
+from api.caller import Caller
+from api.errors import NotFound
 from api.fdlimit import stream_capacity
 from api.settings import Settings
 
@@ -111,17 +112,22 @@ class EventStream(StreamingResponse):
             self.slot.release()
 
 
-def open_stream(request: Request, settings: Settings, sub_id: int, user: User) -> Any:
-    """The event stream of a submission the user may see (checked by the caller), or
-    429 with Retry-After when the user or the process has its most streams open."""
+async def open_stream(request: Request, settings: Settings, sub_id: int, user: Caller) -> Any:
+    """The event stream of a submission the user may see; 404 for one they may not (or
+    none), 429 with Retry-After when the user or the process has its most streams open.
+    async, the first view from the broadcaster: no worker-thread hop and no session of
+    its own (a follow's first event waited p99 0.45 s for a thread at 300 clients)."""
+    cls = ORGANIZER if user.is_admin else CONTESTANT
+    hub = broadcaster(request.app)
+    view, heard = await hub.first_view(sub_id, cls)
+    if view is None or not (user.is_admin or view.team == user.team_id):
+        raise NotFound(f"no submission {sub_id}")  # also for other teams': no probing
     slot = stream_slots(request, settings).take(user.id)
     if isinstance(slot, str):
         headers = {"Retry-After": str(RETRY_AFTER_S)}
         return JSONResponse({"detail": slot}, status_code=429, headers=headers)
-    cls = ORGANIZER if user.is_admin else CONTESTANT
     resume = last_event_id(request.headers.get("last-event-id", ""))
-    hub = broadcaster(request.app)
-    return EventStream(_events(hub, sub_id, cls, resume, slot), slot)
+    return EventStream(_events(hub, sub_id, cls, resume, slot, (view, heard)), slot)
 
 
 def last_event_id(header: str) -> tuple[int, int] | None:
@@ -133,7 +139,12 @@ def last_event_id(header: str) -> tuple[int, int] | None:
 
 
 async def _events(
-    hub: Broadcaster, sub_id: int, cls: str, resume: tuple[int, int] | None, slot: Slot
+    hub: Broadcaster,
+    sub_id: int,
+    cls: str,
+    resume: tuple[int, int] | None,
+    slot: Slot,
+    first: tuple[View, int],
 ) -> AsyncIterator[str]:
     """`status` on each change, `case` per new result, `end` when done. What a
     contestant may not see yet (hidden cases while judged) is not in the view
@@ -141,7 +152,7 @@ async def _events(
     sent = dict([resume]) if resume else {}  # judging id -> the last case seq sent
     last_status = ""
     try:
-        async with hub.watch(sub_id, cls) as viewer:
+        async with hub.watch(sub_id, cls, first) as viewer:
             while True:
                 view = await viewer.next(SSE_KEEPALIVE_S)
                 if view is None:

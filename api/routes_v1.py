@@ -147,10 +147,11 @@ def get_sub(sub_id: Id, user: Contestant, db: DB) -> dict[str, Any]:
 
 
 @router.get("/submissions/{sub_id}/events")
-def follow(sub_id: Id, user: Contestant, db: DB, settings: Config, request: Request) -> Response:
+async def follow(
+    sub_id: Id, user: ContestantReader, settings: Config, request: Request
+) -> Response:
     """Live events until the judging ends; 429 with Retry-After past the stream caps."""
-    submissions.get_submission(db, sub_id, user)  # 404 before the stream starts
-    return events.open_stream(request, settings, sub_id, user)
+    return await events.open_stream(request, settings, sub_id, user)
 
 
 @router.get("/leaderboard/{slug}")

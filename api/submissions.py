@@ -305,11 +305,15 @@ def _judged_before_hidden(rows: list[CaseResultRow]) -> list[CaseResultRow]:
 RUNNING = re.compile(r"(judging on .+): \d+ of \d+ cases")  # worker.judging's progress line
 
 
-def _progress_detail(detail: str, done: int, total: int) -> str:
-    """The worker's progress line, counting the public cases only."""
+def _progress_detail(detail: str, done: int, total: int, hiding: bool) -> str:
+    """The worker's progress line with the count of the results shown beside it (the
+    submission's row and its results are separate reads, and a case may commit between
+    them); when `hiding`, counting the public cases only."""
     running = RUNNING.fullmatch(detail)
     if running is None:
         return detail
+    if not hiding:
+        return f"{running.group(1)}: {done} of {total} cases"
     return f"{running.group(1)}: {done} of {total} public cases judged; the hidden ones later"
 
 
@@ -331,9 +335,8 @@ def submission_dict(
     if hiding:  # the hidden cases count as judged in one step, at the end
         rows = _judged_before_hidden(rows)
     results = [result_dict(r, policy) for r in rows]
-    detail = shown_detail(sub, judging, results, policy)
-    if hiding:
-        detail = _progress_detail(detail, len(rows), facts.splits.count("public"))
+    total = facts.splits.count("public") if hiding else len(facts.splits)
+    detail = _progress_detail(shown_detail(sub, judging, results, policy), len(rows), total, hiding)
     return {
         "id": sub.id,
         "problem": facts.slug,
