@@ -23,6 +23,7 @@ from api.broadcast import CONTESTANT, ORGANIZER, Broadcaster, View, broadcaster
 from api.caller import Caller
 from api.errors import NotFound
 from api.fdlimit import stream_capacity
+from api.numbers import plain_id
 from api.settings import Settings
 
 SSE_KEEPALIVE_S = 15.0
@@ -132,10 +133,10 @@ async def open_stream(request: Request, settings: Settings, sub_id: int, user: C
 
 def last_event_id(header: str) -> tuple[int, int] | None:
     """(judging id, seq) from a `Last-Event-ID` this server sent, else None."""
-    parts = header.strip().split(":")
-    if len(parts) != 2 or not all(p.isascii() and p.isdigit() and len(p) <= 18 for p in parts):
+    ids = [plain_id(p) for p in header.strip().split(":")]
+    if len(ids) != 2 or ids[0] is None or ids[1] is None:
         return None
-    return int(parts[0]), int(parts[1])
+    return ids[0], ids[1]
 
 
 async def _events(
@@ -158,33 +159,35 @@ async def _events(
                 if view is None:
                     yield ": keep-alive\n\n"
                     continue
-                jid, out = view.judging_id, []
-                if view.status != last_status:
-                    last_status = view.status
-                    out.append(_sse("status", view.status, f"{jid}:{sent.get(jid, 0)}"))
-                for seq, data in view.cases:
-                    if seq > sent.get(jid, 0):
-                        sent[jid] = seq
-                        out.append(_sse("case", data, f"{jid}:{seq}"))
-                if view.final:
-                    out.append(_sse("end", view.end, f"{jid}:{sent.get(jid, 0)}"))
-                    yield "".join(out)
-                    return
+                out = _frames(view, sent, last_status)
+                last_status = view.status
                 if out:
-                    yield "".join(out)
+                    yield out
+                if view.final:
+                    return
     finally:
         slot.release()
 
 
-def whole_stream(view: View) -> str:
-    """What a new stream (no Last-Event-ID) sends of a judged submission's final view:
-    its status, every case and the end, as _events sends them (api.hotpath answers such
-    a follow with it, without opening a stream)."""
-    jid, last = view.judging_id, view.cases[-1][0] if view.cases else 0
-    out = [_sse("status", view.status, f"{jid}:0")]
-    out += [_sse("case", data, f"{jid}:{seq}") for seq, data in view.cases if seq > 0]
-    out.append(_sse("end", view.end, f"{jid}:{last}"))
+def _frames(view: View, sent: dict[int, int], last_status: str) -> str:
+    """What a stream sends of `view`: its status if it changed, the cases after the
+    last one sent (`sent` is updated), and the end if the judging is over."""
+    jid, out = view.judging_id, []
+    if view.status != last_status:
+        out.append(_sse("status", view.status, f"{jid}:{sent.get(jid, 0)}"))
+    for seq, data in view.cases:
+        if seq > sent.get(jid, 0):
+            sent[jid] = seq
+            out.append(_sse("case", data, f"{jid}:{seq}"))
+    if view.final:
+        out.append(_sse("end", view.end, f"{jid}:{sent.get(jid, 0)}"))
     return "".join(out)
+
+
+def whole_stream(view: View) -> str:
+    """What a new stream (no Last-Event-ID) sends of a judged submission's final view
+    (api.hotpath answers such a follow with it, without opening a stream)."""
+    return _frames(view, {}, "")
 
 
 def _sse(event: str, data: str, event_id: str) -> str:

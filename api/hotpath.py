@@ -28,6 +28,7 @@ from api.broadcast import CONTESTANT, ORGANIZER, final_key
 from api.caller import Caller
 from api.events import STREAM_HEADERS, whole_stream
 from api.leaderboard import known_board_at
+from api.numbers import plain_id
 from api.pages.common import CSP, SECURE_HEADERS
 from api.pages.problem import known_page
 from api.routes_v1 import DEFAULT_PAGE, list_key
@@ -137,11 +138,11 @@ class HotReads:
     def _follow(self, sub_id: str, caller: Caller, headers: dict) -> Answer | None:
         """A judged submission's whole stream, from its kept final view: a stream that
         would end at once is not opened. A resume (Last-Event-ID) goes to the route."""
-        number = sub_id.isascii() and sub_id.isdigit() and len(sub_id) <= 18
-        if b"last-event-id" in headers or not number:
+        number = plain_id(sub_id)
+        if b"last-event-id" in headers or number is None:
             return None
         cls = ORGANIZER if caller.is_admin else CONTESTANT
-        view = readcache.get(final_key(self.database_url, int(sub_id), cls))
+        view = readcache.get(final_key(self.database_url, number, cls))
         if view is None or not (caller.is_admin or view.team == caller.team_id):
             return None  # not kept, or another team's: the route says 404
         return 200, list(FOLLOW_HEADERS), whole_stream(view).encode()

@@ -25,6 +25,7 @@ from sqlalchemy.orm import Session
 
 from api.db.models import NewsRow, utcnow
 from api.db.session import get_engine, session_scope
+from api.numbers import plain_id
 from api.settings import get_settings
 
 log = logging.getLogger("memorace.news")
@@ -64,21 +65,18 @@ def parse(message: Any) -> News | None:
     """The news, or None for anything else; words it does not know are ignored."""
     text = message.decode(errors="replace") if isinstance(message, bytes) else str(message)
     words = text.split()
-    if not words or not _number(words[0]):
+    sub_id = plain_id(words[0]) if words else None
+    if sub_id is None:
         return None
-    teams = [int(w[1:]) for w in words[1:] if w[:1] == TEAM_MARK and _number(w[1:])]
+    teams = [t for w in words[1:] if w[:1] == TEAM_MARK and (t := plain_id(w[1:])) is not None]
     origins = [w[1:] for w in words[1:] if w[:1] == ORIGIN_MARK and _hex(w[1:])]
     team, flags = (teams[0] if teams else None), words[1:]
-    return News(int(words[0]), QUEUE_FLAG in flags, team, BOARD_FLAG in flags, AUTH_FLAG in flags,
+    return News(sub_id, QUEUE_FLAG in flags, team, BOARD_FLAG in flags, AUTH_FLAG in flags,
                 origins[0] if origins else "")  # fmt: skip
 
 
 def _hex(word: str) -> bool:
     return 0 < len(word) <= 32 and all(c in "0123456789abcdef" for c in word)
-
-
-def _number(word: str) -> bool:
-    return word.isascii() and word.isdigit() and len(word) <= 18
 
 
 def message(item: News) -> str:
