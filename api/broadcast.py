@@ -37,9 +37,10 @@ log = logging.getLogger("memorace.broadcast")
 ORGANIZER, CONTESTANT = "organizer", "contestant"
 STATUS_KEYS = ("status", "status_detail", "queue_position", "cases_done", "cases_total")
 SAFETY_POLL_S = 3.0  # the poll's interval while Redis delivers the news
-READERS = 4  # database reads at once (each holds a pooled connection while it reads)
-# Of those, reads for queue positions alone: when a judging ends, every queued channel
-# is re-read, and the news of the submission that ended must not wait behind them.
+READERS = 4  # reads of news of a submission itself, at once (each holds a connection)
+# Reads for queue positions alone and the safety poll, on threads of their own: when a
+# judging ends, every queued channel is re-read, and neither the news of the submission
+# that ended nor a new stream's first view may wait behind them.
 QUEUE_READERS = 2
 IN_CHUNK = 500  # watched submissions per poll query
 REDIS_RETRY_S = 1.0
@@ -165,7 +166,7 @@ class Broadcaster:
         self.news_up = False
         self.tasks: list[asyncio.Task[None]] = []
         self.limiter: anyio.CapacityLimiter | None = None
-        self.queue_gate: asyncio.Semaphore | None = None
+        self.background: anyio.CapacityLimiter | None = None  # queue reads, the poll
         self.wake: asyncio.Event | None = None  # ends the poll's sleep (Redis lost)
         self.seen: dict[int, tuple] = {}
         self.seen_global: tuple | None = None
@@ -185,7 +186,7 @@ class Broadcaster:
         if self.tasks:
             return
         self.limiter = anyio.CapacityLimiter(READERS)
-        self.queue_gate = asyncio.Semaphore(QUEUE_READERS)
+        self.background = anyio.CapacityLimiter(QUEUE_READERS)
         self.wake = asyncio.Event()
         self.tasks.append(asyncio.create_task(self._poll()))
         if news.uses_redis(self.broker):
@@ -274,17 +275,17 @@ class Broadcaster:
 
     async def _read(self, channel: Channel) -> None:
         """Reads until no news came during the read: news during a read is coalesced."""
-        assert self.limiter is not None and self.queue_gate is not None
+        assert self.limiter is not None and self.background is not None
         while channel.dirty and channel.viewers:
             channel.dirty = False
             urgent, channel.urgent = channel.urgent, False
             classes = {v.cls for v in channel.viewers}
             gen = readcache.generation()
             try:
-                async with contextlib.nullcontext() if urgent else self.queue_gate:
-                    views = await anyio.to_thread.run_sync(
-                        read_views, self.url, channel.sub_id, classes, limiter=self.limiter
-                    )
+                views = await anyio.to_thread.run_sync(
+                    read_views, self.url, channel.sub_id, classes,
+                    limiter=self.limiter if urgent else self.background,
+                )  # fmt: skip
             except Exception as exc:  # the database hiccuped: try again shortly
                 log.warning("cannot read submission %s: %s", channel.sub_id, exc)
                 channel.dirty, channel.urgent = True, channel.urgent or urgent
@@ -298,7 +299,7 @@ class Broadcaster:
                     viewer.offer(views[viewer.cls])
 
     async def _poll(self) -> None:
-        assert self.limiter is not None and self.wake is not None
+        assert self.background is not None and self.wake is not None
         while True:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(
@@ -310,7 +311,7 @@ class Broadcaster:
                 continue
             try:
                 found, overall = await anyio.to_thread.run_sync(
-                    fingerprints, self.url, ids, limiter=self.limiter
+                    fingerprints, self.url, ids, limiter=self.background
                 )
             except Exception as exc:
                 log.warning("cannot poll the watched submissions: %s", exc)
