@@ -1,5 +1,5 @@
 """The offload packages made from recorded PyTorch traces (train-offload v2,
-infer-offload): they regenerate byte for byte from the committed traces without
+infer-offload v2): they regenerate byte for byte from the committed traces without
 PyTorch, and their cases carry what the offload schemes promise."""
 
 from __future__ import annotations
@@ -62,18 +62,16 @@ def test_train_offload_is_zero_offload_like():
 
 
 def test_infer_offload_is_flexgen_like():
-    for spec, lc in zip(
-        load_problem(ROOT / "problems" / "infer-offload").cases,
-        load_cases(load_problem(ROOT / "problems" / "infer-offload")),
-        strict=True,
-    ):
+    for spec in load_problem(ROOT / "problems" / "infer-offload").cases:
         case = json.loads(spec.path.read_text())
         weights = [t for t in case["tensors"] if t["id"].startswith("parameter.")]
         kv = [t for t in case["tensors"] if t["id"].startswith("kv_cache.")]
         assert sum(t["size"] for t in weights) > spec.capacity  # the weights do not fit
         assert all(t["start"] == ("nvme" if "nvme" in case else "host") for t in weights)
         assert kv and all("compress" in t for t in kv) and any(t.get("end") == "host" for t in kv)
-        assert lc.lower_bound > sum(case["steps"])  # the link, not compute, bounds these
+        # the load balances compute with streaming the weights once per engine step (3)
+        stream = 3 * sum(t["size"] for t in weights) / case["h2d_bandwidth"]
+        assert 0.75 * stream <= sum(case["steps"]) <= 2 * stream, spec.name
 
 
 def test_the_case_writer_needs_no_torch():
