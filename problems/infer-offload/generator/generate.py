@@ -91,7 +91,7 @@ CASES = [
     case("p05-1b-p1536-pcie5", "public", PCIE5, 1536, 128, 5, 80, 0.45),
     case("p06-1b-p1536-pcie5", "public", PCIE5, 1536, 32, 6, 64, 0.6),
     case("h01-1b-p1024-pcie5", "hidden", PCIE5, 1024, 64, 11, 80, 0.2),
-    case("h02-1b-p1536-pcie4", "hidden", PCIE4, 1536, 32, 12, 96, 0.45),
+    case("h02-1b-p1024-pcie5", "hidden", PCIE5, 1024, 32, 12, 96, 0.45),
     case("h03-1b-p2048-pcie5", "hidden", PCIE5, 2048, 16, 13, 64, 0.35, weight=2.0),
     case("h04-1b-p768-pcie5", "hidden", PCIE5, 768, 96, 14, 80, 0.5),
     case("h05-1b-p1024-pcie4", "hidden", PCIE4, 1024, 48, 15, 80, 0.4),
