@@ -4,6 +4,7 @@ PyTorch, and their cases carry what the offload schemes promise."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import runpy
@@ -39,6 +40,25 @@ def test_regenerates_from_its_traces_without_torch(slug, tmp_path):
     assert names == sorted(p.relative_to(made) for p in made.glob("data/*/*.json"))
     for name in names:
         assert (made / name).read_bytes() == (shipped / name).read_bytes(), name
+
+
+# sha256 over version 1's problem.toml and data/*/*.json (path, then bytes, sorted), as
+# shipped before version 2 replaced it
+INFER_V1 = "aefb03c4c38df9b527a94aa047ab1f71d0c67192fd9244e2f092c4045158d62b"
+
+
+def test_infer_offload_v1_regenerates_as_shipped(tmp_path):
+    shutil.copytree(LIB, tmp_path / "_lib")
+    shutil.copytree(ROOT / "problems/infer-offload/generator", tmp_path / "g/generator")
+    out = tmp_path / "infer-offload"
+    script = tmp_path / "g/generator/v1/generate.py"
+    run = subprocess.run([sys.executable, str(script), "--out", str(out)], capture_output=True)
+    assert run.returncode == 0, run.stderr
+    digest = hashlib.sha256()
+    for path in sorted([out / "problem.toml", *out.glob("data/*/*.json")]):
+        digest.update(str(path.relative_to(out)).encode())
+        digest.update(path.read_bytes())
+    assert digest.hexdigest() == INFER_V1
 
 
 def bodies(slug: str) -> list[dict]:
