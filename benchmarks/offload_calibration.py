@@ -8,12 +8,11 @@ of --strong-limit seconds per case (default 15; it searches 75 % of it, at most 
 Each cell ends with the planner's CPU time and, in brackets, its wall time: the strong
 planner's search stops on wall time, so on a loaded machine it searches less.
 
-infer-offload is FlexGen-like decode: every pass streams the weights that do not stay
-on the device, at PCIe speed (25-50 GB/s), against 0.5 FLOP per fp32 weight byte per
-token at 494.7 TFLOP/s: a 1 GB stream costs as much link time as ~7,000 tokens of
-compute, so decode passes are link-bound by nature (bf16 halves both sides); only
-long prefills come near (h03: 8 x 2048-token prompts). A plan that nears the bound
-keeps the link busy nearly all the time there: the 40-80 % target is train-offload's.
+infer-offload v2 is FlexGen-like serving under a prompt load chosen from the
+compute/transfer balance (its generator's docstring): each engine step prefills about
+FLOPS / link bandwidth prompt tokens, as long as streaming the weights once, so the
+strong plan keeps the link busy 40-80 % as on train-offload. Version 1's windows (one
+request per step, decode passes that stream the weights) were link-bound (88-99 %).
 
     python benchmarks/offload_calibration.py [--strong-limit S] [slug ...]
 """

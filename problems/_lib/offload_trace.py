@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 
 ALIGNMENT = 512  # the CUDA caching allocator's granularity
 MIB = 2**20
+ROOM = 0.85  # with `below`: a step's own tensors hold at most this share of its bytes
 
 
 @dataclass(frozen=True)
@@ -34,8 +35,9 @@ class Gpu:
     hbm_bytes_per_us: float
 
 
-# H100 SXM5: 494.7 TFLOP/s dense TF32 tensor cores (the recorded models are fp32),
-# 3.35 TB/s HBM3 (NVIDIA H100 datasheet).
+# H100 SXM5 (NVIDIA H100 datasheet): 494.7 TFLOP/s is the dense TF32 tensor-core peak
+# (the recorded training models are fp32) and half the 989.4 TFLOP/s dense BF16 peak
+# (what a bf16 decoder's GEMMs sustain, about: the serving traces are bf16); 3.35 TB/s HBM3.
 H100_SXM = Gpu("H100 SXM5 (494.7 TFLOP/s dense TF32, 3.35 TB/s HBM3)", 494.7e6, 3.35e6)
 LAUNCH_US = 3  # a kernel launch, added to every codec call
 
@@ -58,7 +60,7 @@ NVME = {"read_bandwidth": 7_000, "write_bandwidth": 4_000, "read_latency": 80, "
 CODECS = {
     "activation": (4, "fp32 -> fp8 (E4M3) with a per-tensor scale"),
     "gradient": (2, "fp32 -> bf16"),
-    "kv_cache": (4, "fp32 -> int8 with per-group scales (FlexGen-style)"),
+    "kv_cache": (4, "bf16 -> 4-bit with per-group scales (FlexGen's group-wise quantization)"),
 }
 
 
@@ -132,10 +134,13 @@ def write_case(
     share: float,
     nvme: bool = False,
     host_slack: float | None = None,
+    below: str | None = None,
 ) -> tuple[dict, dict]:
     """(case JSON, facts for the statement and the generator's log). The capacity is
     the least the case allows (each step's tensors and those kept on the device) plus
-    `share` of the way to holding every tensor all the time, rounded up to a MiB."""
+    `share` of the way to holding every tensor all the time (with `below`, a category:
+    to holding all of that category's bytes, when that is less: a step's own tensors
+    may then hold at most ROOM of them), rounded up to a MiB."""
     times = op_times(doc, H100_SXM)
     step_of, steps = cut_steps(times, n_steps)
     last = len(steps) - 1
@@ -162,6 +167,10 @@ def write_case(
         if peak > 0
     ]
     least, most = _least_and_most(tensors, len(steps))
+    if below is not None:
+        most = min(most, sum(t["size"] for t in tensors if t["id"].startswith(below + ".")))
+        if least > ROOM * most:  # else a step's own tensors leave the weights no room
+            raise ValueError(f"a step's tensors alone hold {least} bytes, over {ROOM} of {below}")
     capacity = math.ceil((least + share * (most - least)) / MIB) * MIB
     case: dict = {
         "capacity": capacity,
@@ -289,18 +298,21 @@ class OffloadTraceCase:
     nvme: bool = False
     host_slack: float | None = None  # host capacity: this times the host's floor
     weight: float = 1.0
+    below: str | None = None  # capacity: the share's top is at most this category's bytes
 
 
 def write_offload_package(
-    package, title: str, limits: dict, cases: list, version: int, trace_of
+    package, title: str, limits: dict, cases: list, version: int, trace_of, slug: str = ""
 ) -> None:
-    """data/<split>/<case>.json and problem.toml of `package` (type offload)."""
+    """data/<split>/<case>.json and problem.toml of `package` (type offload; its slug is
+    the folder's name unless given)."""
     for split in ("public", "hidden"):
         (package / "data" / split).mkdir(parents=True, exist_ok=True)
         for old in (package / "data" / split).glob("*.json"):
             old.unlink()
+    slug = slug or package.name
     toml = [
-        f'slug = "{package.name}"\nname = "{title}"\ntype = "offload"\nversion = {version}\n',
+        f'slug = "{slug}"\nname = "{title}"\ntype = "offload"\nversion = {version}\n',
         "\n[limits]\n" + "".join(f"{k} = {v}\n" for k, v in limits.items()),
     ]
     for case in cases:
@@ -312,6 +324,7 @@ def write_offload_package(
             case.share,
             case.nvme,
             case.host_slack,
+            case.below,
         )
         path = package / "data" / case.split / f"{case.name}.json"
         path.write_text(dump(body), newline="\n")
