@@ -178,7 +178,7 @@ class Broadcaster:
     @property
     def hears_news(self) -> bool:
         """Whether news can come: by Redis, or by the news table (SQLite)."""
-        return news.uses_redis(self.broker) or self.url.startswith("sqlite")
+        return news.uses_redis(self.broker) or news.through_table(self.broker, self.url)
 
     def start(self) -> None:
         """Started on the event loop (the streams'): by the lifespan when news can come,

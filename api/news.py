@@ -115,12 +115,17 @@ def after_commit(db: Session, item: News) -> None:
         db.add(NewsRow(text=message(item)))
 
 
-def in_table(db: Session) -> bool:
+def through_table(broker_url: str, database_url: str) -> bool:
     """Whether news goes through the table: no Redis, and a database that commits one
     writer at a time (SQLite), so that ids rise in commit order. PostgreSQL without
     Redis (not a deployment we support) goes without news: kept answers live
     api.readcache.STALENESS_S there."""
-    return not uses_redis(get_settings().broker_url) and db.get_bind().dialect.name == "sqlite"
+    return not uses_redis(broker_url) and database_url.startswith("sqlite")
+
+
+def in_table(db: Session) -> bool:
+    """through_table for the database `db` writes to."""
+    return through_table(get_settings().broker_url, str(db.get_bind().url))
 
 
 KEEP_ROWS = timedelta(minutes=10)  # a reader further behind than this has restarted
