@@ -169,14 +169,16 @@ class Service:
             os.killpg(proc.pid, sig)
         proc.wait(30)
 
-    def stop(self) -> None:
+    def stop(self, warm: bool = True) -> None:
         """Warm shutdown: SIGTERM to each main process (a Celery worker then finishes its
         task and removes its sandbox); whatever is left after 30 s is killed. All are
-        signalled at once: a Celery worker takes seconds to shut down warm."""
-        for proc in self.procs.values():
+        signalled at once: a Celery worker takes seconds to shut down warm. `warm=False`
+        kills them at once: for a test done while judgings it never waits for (queued
+        baselines) still run, which a warm stop would wait out (up to 30 s)."""
+        for proc in self.procs.values() if warm else ():
             with suppress(ProcessLookupError):
                 proc.terminate()
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + (30 if warm else 0)
         for name, proc in list(self.procs.items()):
             with suppress(subprocess.TimeoutExpired):
                 proc.wait(max(0.1, deadline - time.monotonic()))
