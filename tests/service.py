@@ -151,16 +151,27 @@ class Service:
         beat: bool = True,
         env: dict[str, str] | None = None,
         concurrency: int = 1,
+        wait: bool = True,
     ) -> subprocess.Popen[bytes]:
-        """`env`: added to the service's (e.g. another host's data folder and scratch)."""
+        """`env`: added to the service's (e.g. another host's data folder and scratch).
+        `wait=False`: returns at once and `wait_ready` waits, so that workers (or a worker
+        and the API) start side by side: each spends seconds importing."""
         cmd = [str(VENV_BIN / "celery"), "-A", "worker.celery_app", "worker",
                "-c", str(concurrency), "-n", f"{name}@%h", "--loglevel", "INFO"]  # fmt: skip
         if beat:
             cmd += ["-B", "--schedule", str(self.data_dir / f"beat-{name}")]
         proc = self._spawn(name, cmd, env)
-        log = self.data_dir / f"{name}.log"
-        wait_for(lambda: b" ready." in log.read_bytes(), 60, f"worker {name} to be ready")
+        if wait:
+            self.wait_ready(name)
         return proc
+
+    def wait_ready(self, *names: str) -> None:
+        """Until each named worker's log says it is ready."""
+        for name in names:
+            log = self.data_dir / f"{name}.log"
+            wait_for(
+                lambda log=log: b" ready." in log.read_bytes(), 60, f"worker {name} to be ready"
+            )
 
     def kill(self, name: str, sig: int = signal.SIGKILL) -> None:
         """Signal the whole process group (a Celery worker and its pool children)."""
@@ -248,8 +259,10 @@ def start_service(
     broker_url: str | None = None,
     sandbox: str = "local",
     extra_env: dict[str, str] | None = None,
+    workers: tuple[str, ...] = (),
 ) -> Service:
-    """Bootstrap (schema, problems, organizer token) and start the API; workers are
+    """Bootstrap (schema, problems, organizer token) and start the API, and `workers`
+    (with beat, as `start_worker`) beside it, as scripts/serve does; other workers are
     started by the test with `start_worker`."""
     data = tmp / "service"
     data.mkdir(parents=True, exist_ok=True)
@@ -275,7 +288,14 @@ def start_service(
     )  # fmt: skip
     assert boot.returncode == 0, boot.stderr[-3000:]
     service.admin_token = token_file.read_text().strip()
-    service.start_api()
+    try:
+        for name in workers:
+            service.start_worker(name, wait=False)
+        service.start_api()
+        service.wait_ready(*workers)
+    except BaseException:
+        service.stop(warm=False)
+        raise
     return service
 
 
