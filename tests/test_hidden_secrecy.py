@@ -90,7 +90,7 @@ def service(request, tmp_path_factory):
         try:
             yield svc
         finally:
-            svc.stop()
+            svc.stop(warm=False)  # the baselines' judgings still queued are no test's
 
 
 def follow(service: Service, token: str, sub_id: int) -> tuple[str, list[tuple[str, dict]]]:
