@@ -180,12 +180,15 @@ class Service:
             os.killpg(proc.pid, sig)
         proc.wait(30)
 
-    def stop(self, warm: bool = True) -> None:
+    def stop(self, warm: bool | None = None) -> None:
         """Warm shutdown: SIGTERM to each main process (a Celery worker then finishes its
         task and removes its sandbox); whatever is left after 30 s is killed. All are
-        signalled at once: a Celery worker takes seconds to shut down warm. `warm=False`
-        kills them at once: for a test done while judgings it never waits for (queued
-        baselines) still run, which a warm stop would wait out (up to 30 s)."""
+        signalled at once: a Celery worker takes seconds to shut down warm, idle too.
+        `warm=False` kills them at once: for a test done while judgings it never waits
+        for (queued baselines) still run, which a warm stop would wait out (up to 30 s).
+        By default it is warm only while a worker runs a task (or /healthz cannot say)."""
+        if warm is None:
+            warm = self._busy()
         for proc in self.procs.values() if warm else ():
             with suppress(ProcessLookupError):
                 proc.terminate()
@@ -195,6 +198,15 @@ class Service:
                 proc.wait(max(0.1, deadline - time.monotonic()))
             with suppress(Exception):
                 self.kill(name, signal.SIGKILL)
+
+    def _busy(self) -> bool:
+        """Whether a live worker runs a task now, as /healthz counts them."""
+        if set(self.procs) <= {"api"}:
+            return False
+        try:
+            return httpx.get(f"{self.url}/healthz", timeout=5).json()["workers"]["busy"] > 0
+        except Exception:  # no answer: stop warm, as before
+            return True
 
     def log(self, name: str) -> str:
         return (self.data_dir / f"{name}.log").read_text(errors="replace")
