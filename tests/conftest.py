@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 from pathlib import Path
 
@@ -23,6 +24,18 @@ def shared_data(*parts: str) -> Path:
             pytest.fail(f"{path} is missing: CI needs ../shared/data")
         pytest.skip(f"{path} is not on this machine")
     return path
+
+
+@functools.cache
+def judged_locally(slug: str, planner: str):  # -> judge.pipeline.JudgeReport
+    """A reference planner judged on every case of a shipped problem (local sandbox),
+    once per session: tests/test_reference_planners.py checks it, tests/test_sandbox.py
+    compares the docker sandbox's results with it."""
+    from judge.package import load_problem
+    from judge.pipeline import judge_planner
+
+    problem = load_problem(ROOT / "problems" / slug)
+    return judge_planner(problem, ROOT / "reference_solutions" / planner)
 
 
 @pytest.fixture

@@ -151,16 +151,27 @@ class Service:
         beat: bool = True,
         env: dict[str, str] | None = None,
         concurrency: int = 1,
+        wait: bool = True,
     ) -> subprocess.Popen[bytes]:
-        """`env`: added to the service's (e.g. another host's data folder and scratch)."""
+        """`env`: added to the service's (e.g. another host's data folder and scratch).
+        `wait=False`: returns at once and `wait_ready` waits, so that workers (or a worker
+        and the API) start side by side: each spends seconds importing."""
         cmd = [str(VENV_BIN / "celery"), "-A", "worker.celery_app", "worker",
                "-c", str(concurrency), "-n", f"{name}@%h", "--loglevel", "INFO"]  # fmt: skip
         if beat:
             cmd += ["-B", "--schedule", str(self.data_dir / f"beat-{name}")]
         proc = self._spawn(name, cmd, env)
-        log = self.data_dir / f"{name}.log"
-        wait_for(lambda: b" ready." in log.read_bytes(), 60, f"worker {name} to be ready")
+        if wait:
+            self.wait_ready(name)
         return proc
+
+    def wait_ready(self, *names: str) -> None:
+        """Until each named worker's log says it is ready."""
+        for name in names:
+            log = self.data_dir / f"{name}.log"
+            wait_for(
+                lambda log=log: b" ready." in log.read_bytes(), 60, f"worker {name} to be ready"
+            )
 
     def kill(self, name: str, sig: int = signal.SIGKILL) -> None:
         """Signal the whole process group (a Celery worker and its pool children)."""
@@ -169,19 +180,33 @@ class Service:
             os.killpg(proc.pid, sig)
         proc.wait(30)
 
-    def stop(self) -> None:
+    def stop(self, warm: bool | None = None) -> None:
         """Warm shutdown: SIGTERM to each main process (a Celery worker then finishes its
         task and removes its sandbox); whatever is left after 30 s is killed. All are
-        signalled at once: a Celery worker takes seconds to shut down warm."""
-        for proc in self.procs.values():
+        signalled at once: a Celery worker takes seconds to shut down warm, idle too.
+        `warm=False` kills them at once: for a test done while judgings it never waits
+        for (queued baselines) still run, which a warm stop would wait out (up to 30 s).
+        By default it is warm only while a worker runs a task (or /healthz cannot say)."""
+        if warm is None:
+            warm = self._busy()
+        for proc in self.procs.values() if warm else ():
             with suppress(ProcessLookupError):
                 proc.terminate()
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + (30 if warm else 0)
         for name, proc in list(self.procs.items()):
             with suppress(subprocess.TimeoutExpired):
                 proc.wait(max(0.1, deadline - time.monotonic()))
             with suppress(Exception):
                 self.kill(name, signal.SIGKILL)
+
+    def _busy(self) -> bool:
+        """Whether a live worker runs a task now, as /healthz counts them."""
+        if set(self.procs) <= {"api"}:
+            return False
+        try:
+            return httpx.get(f"{self.url}/healthz", timeout=5).json()["workers"]["busy"] > 0
+        except Exception:  # no answer: stop warm, as before
+            return True
 
     def log(self, name: str) -> str:
         return (self.data_dir / f"{name}.log").read_text(errors="replace")
@@ -246,8 +271,10 @@ def start_service(
     broker_url: str | None = None,
     sandbox: str = "local",
     extra_env: dict[str, str] | None = None,
+    workers: tuple[str, ...] = (),
 ) -> Service:
-    """Bootstrap (schema, problems, organizer token) and start the API; workers are
+    """Bootstrap (schema, problems, organizer token) and start the API, and `workers`
+    (with beat, as `start_worker`) beside it, as scripts/serve does; other workers are
     started by the test with `start_worker`."""
     data = tmp / "service"
     data.mkdir(parents=True, exist_ok=True)
@@ -273,7 +300,14 @@ def start_service(
     )  # fmt: skip
     assert boot.returncode == 0, boot.stderr[-3000:]
     service.admin_token = token_file.read_text().strip()
-    service.start_api()
+    try:
+        for name in workers:
+            service.start_worker(name, wait=False)
+        service.start_api()
+        service.wait_ready(*workers)
+    except BaseException:
+        service.stop(warm=False)
+        raise
     return service
 
 

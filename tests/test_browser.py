@@ -52,10 +52,9 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Service]:
     tmp = tmp_path_factory.mktemp("browser")
     service = start_service(
         tmp, [small_package(tmp, PROBLEM, time_limit_s=4.0)], sandbox="local",
-        extra_env={"MEMORACE_BASELINES": "1"},  # the board's reference rows
+        extra_env={"MEMORACE_BASELINES": "1"}, workers=("w1",),  # the board's reference rows
     )  # fmt: skip
     try:
-        service.start_worker("w1")
         yield service
     finally:
         service.stop()

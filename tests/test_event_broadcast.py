@@ -183,9 +183,8 @@ def judged(request, tmp_path_factory) -> dict[str, Any]:
     """One judging watched by 200 streams and a client that reconnects midway."""
     tmp = tmp_path_factory.mktemp("broadcast")
     with backends(request.param) as (db_url, broker_url):
-        svc = start_service(tmp, [drip_package(tmp)], db_url, broker_url, "local")
+        svc = start_service(tmp, [drip_package(tmp)], db_url, broker_url, "local", workers=("w1",))
         try:
-            svc.start_worker("w1")
             yield scenario(svc, db_url or f"sqlite:///{svc.data_dir}/db.sqlite", request.param)
         finally:
             svc.stop()
@@ -303,9 +302,10 @@ def test_live_events_go_on_while_redis_restarts(tmp_path: Path) -> None:
     at full speed; Redis back: they subscribe again. No case is lost or sent twice, and
     none waits long."""
     with postgres_database() as db_url, redis_server() as redis:
-        svc = start_service(tmp_path, [drip_package(tmp_path)], db_url, redis.url, "local")
+        svc = start_service(
+            tmp_path, [drip_package(tmp_path)], db_url, redis.url, "local", workers=("w1",)
+        )
         try:
-            svc.start_worker("w1")
             other = second_api(svc)
             token, sub_id = start_drip(svc)
             watcher = Watcher(db_url, sub_id)

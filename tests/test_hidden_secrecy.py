@@ -84,13 +84,13 @@ def service(request, tmp_path_factory):
         (package / "data" / f"{name}.csv").write_text(text)
     with backends(request.param) as (db_url, broker_url):
         svc = start_service(
-            tmp, [package], db_url, broker_url, "local", extra_env={"MEMORACE_BASELINES": "1"}
-        )
+            tmp, [package], db_url, broker_url, "local", extra_env={"MEMORACE_BASELINES": "1"},
+            workers=("w1",),
+        )  # fmt: skip
         try:
-            svc.start_worker("w1")
             yield svc
         finally:
-            svc.stop()
+            svc.stop(warm=False)  # the baselines' judgings still queued are no test's
 
 
 def follow(service: Service, token: str, sub_id: int) -> tuple[str, list[tuple[str, dict]]]:

@@ -77,9 +77,8 @@ def service(request, tmp_path_factory):
     for name in ("public/pub", "hidden/sec-a", "public/pub2", "hidden/sec-b"):
         (package / "data" / f"{name}.csv").write_text(CASE)
     with backends(request.param) as (db_url, broker_url):
-        svc = start_service(tmp, [package], db_url, broker_url, "local")
+        svc = start_service(tmp, [package], db_url, broker_url, "local", workers=("w1",))
         try:
-            svc.start_worker("w1")
             yield svc
         finally:
             svc.stop()

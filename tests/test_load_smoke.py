@@ -1,4 +1,4 @@
-"""The load test the project keeps (benchmarks/load) still runs: 10 clients for 10 s on
+"""The load test the project keeps (benchmarks/load) still runs: 10 clients for 5 s on
 the embedded backend. It reports figures; it asserts none (this machine is shared)."""
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ def test_load_profile_runs_and_reports(tmp_path):
         pytest.skip("locust is not installed (pip install -e '.[load]')")
     out = tmp_path / "load.json"
     cmd = [sys.executable, str(RUN), "--backend", "embedded", "--clients", "10",
-           "--duration", "10", "--teams", "2", "--users-per-team", "2", "--submit-every", "3",
+           "--duration", "5", "--teams", "2", "--users-per-team", "2", "--submit-every", "3",
            "--json", str(out)]  # fmt: skip
     done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]

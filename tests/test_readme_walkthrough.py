@@ -38,9 +38,8 @@ def test_readme_walkthrough_runs_as_written(tmp_path: Path) -> None:
     assert len(blocks) >= 3, "the README lost its walkthrough"
     assert (ROOT / ".venv" / "bin" / "activate").is_file(), "make setup makes .venv"
     package = small_package(tmp_path, slug="gpt2-train", public=2, hidden=1)
-    service = start_service(tmp_path, [package], sandbox="local")
+    service = start_service(tmp_path, [package], sandbox="local", workers=("w1",))
     try:
-        service.start_worker()
         env = service.env | {"MEMORACE_URL": service.url, "HOME": str(tmp_path / "home")}
         script = "set -euxo pipefail\n" + "\n".join(blocks)
         run = subprocess.run(

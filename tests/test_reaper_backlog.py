@@ -77,8 +77,9 @@ def run_backlog(service, db_url: str, backlog: int) -> None:
     # Submissions keep coming during the backlog: they queue behind whatever the
     # queue holds (a reaper that was a queue message found them waiting and re-sent them).
     ids += [submit(i) for i in range(backlog // 2, backlog)]
-    service.start_worker("w2", beat=False)
-    service.start_worker("w3", beat=False)
+    for name in ("w2", "w3"):  # side by side: each spends seconds importing
+        service.start_worker(name, beat=False, wait=False)
+    service.wait_ready("w2", "w3")
     for sub_id in ids:
         done = service.wait_done(token, sub_id, timeout=240)
         assert done["status"] == "done", done["status_detail"]

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import functools
 from pathlib import Path
 
 import pytest
@@ -13,7 +12,7 @@ from judge.package import CaseSpec, Problem, load_problem
 from judge.pipeline import JudgeReport, judge_planner
 from judge.verdict import Verdict
 from scripts.offset_cases import write_cases
-from tests.conftest import ROOT, shared_data
+from tests.conftest import ROOT, judged_locally, shared_data
 
 PLANNERS = ROOT / "reference_solutions"
 SHIPPED = sorted(  # the `offset` problems; offload planners have tests/test_offload_planners.py
@@ -23,11 +22,7 @@ SHIPPED = sorted(  # the `offset` problems; offload planners have tests/test_off
 )
 
 
-@functools.cache
-def judged(slug: str, planner: str, time_limit_s: float | None = None) -> JudgeReport:
-    """One judging per (problem, planner) for the whole module: they take seconds."""
-    problem = load_problem(ROOT / "problems" / slug)
-    return judge_planner(problem, PLANNERS / planner, time_limit_s=time_limit_s)
+judged = judged_locally  # one judging per (problem, planner) for the session: seconds each
 
 
 @pytest.fixture(scope="module")

@@ -57,10 +57,9 @@ def stack(request, tmp_path_factory):
     with backends(request.param) as (db_url, broker_url):
         service = start_service(
             tmp, packages, database_url=db_url, broker_url=broker_url,
-            sandbox=sandbox_for_tests(), extra_env=replayed,
+            sandbox=sandbox_for_tests(), extra_env=replayed, workers=("w1",),
         )  # fmt: skip
         try:
-            service.start_worker("w1")
             yield service, db_url or f"sqlite:///{service.data_dir}/db.sqlite"
         finally:
             service.stop()

@@ -128,8 +128,10 @@ def test_workers_on_two_hosts_share_only_postgres_and_redis(tmp_path, scratch_ro
 
 
 def _run(service: Service, tmp: Path, scratch: Path, db_url: str) -> None:
-    service.start_worker("A", beat=True, env=host_env(tmp, scratch, "A"))
-    service.start_worker("B", beat=False, env=host_env(tmp, scratch, "B"))
+    # Side by side: each spends seconds importing.
+    service.start_worker("A", beat=True, env=host_env(tmp, scratch, "A"), wait=False)
+    service.start_worker("B", beat=False, env=host_env(tmp, scratch, "B"), wait=False)
+    service.wait_ready("A", "B")
     token = service.add_team("red", "alice")
     ids = submit_until_both_judge(service, token, tmp, db_url)
     workers = judged_by(db_url, ids)

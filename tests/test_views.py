@@ -38,10 +38,9 @@ def service(tmp_path_factory) -> Iterator[Service]:
     with backends("postgres+redis") as (db_url, broker_url):
         svc = start_service(
             tmp, [small_package(tmp, SLUG, time_limit_s=TIME_LIMIT_S)], db_url, broker_url, "local",
-            extra_env={"MEMORACE_BASELINES": "1"},
+            extra_env={"MEMORACE_BASELINES": "1"}, workers=("w1",),
         )  # fmt: skip
         try:
-            svc.start_worker("w1")
             yield svc
         finally:
             svc.stop()
@@ -304,4 +303,4 @@ def test_a_contestant_goes_before_queued_baselines_on_the_embedded_queue(tmp_pat
         first = next(sid for sid, at in started if at is not None)
         assert first == sub["id"], f"a baseline went first: {started}"
     finally:
-        svc.stop()
+        svc.stop(warm=False)  # the baselines still queued are not this test's

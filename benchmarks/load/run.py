@@ -140,10 +140,10 @@ def run_backend(backend: str, tmp: Path, args: argparse.Namespace) -> list[Step]
     with backend_urls(backend) as (db_url, broker_url):
         env = {"MEMORACE_API_PROCESSES": str(args.api_processes), **service_env(args)}
         service = start_service(
-            tmp, [small_package(tmp)], db_url, broker_url, args.sandbox, extra_env=env
-        )
+            tmp, [small_package(tmp)], db_url, broker_url, args.sandbox, extra_env=env,
+            workers=("w1",),
+        )  # fmt: skip
         try:
-            service.start_worker("w1")
             accounts = make_accounts(service, args.teams, args.users_per_team)
             seed(service, accounts, args.teams)
             config = tmp / "load.json"
@@ -152,6 +152,8 @@ def run_backend(backend: str, tmp: Path, args: argparse.Namespace) -> list[Step]
                 "submit_every_s": args.submit_every,
             }))  # fmt: skip
             for clients in map(int, args.clients.split(",")):
+                if steps:
+                    time.sleep(3)  # the last streams of the step before close
                 step = run_step(service, backend, clients, config, tmp, args.duration)
                 print(step_table(step), flush=True)
                 steps.append(step)
@@ -221,7 +223,6 @@ def run_step(
     failures = read_failures(prefix)
     if "CPU usage above" in log_text:  # locust's own warning: the figures are the client's
         failures.append("note: the load generator reached 90 % of a core")
-    time.sleep(3)  # the last streams close before the next step
     rows = read_rows(prefix)
     wall = ramp + duration
     return Step(backend, clients, rows, sampler.peak_mb, end_mb, failures, api_cpu_s,
