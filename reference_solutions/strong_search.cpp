@@ -1382,6 +1382,8 @@ class CanonicalSearch {
     secFloor_.assign(numSections_, 0);
     secAtFloor_.assign(numSections_, 0);
     secSaved_.assign(numSections_, 0);
+    tightStamp_.assign(numSections_, 0);
+    tightCount_.assign(numSections_, 0);
     for (int sec = 0; sec < numSections_; ++sec)
       secAtFloor_[sec] = (int)(secStart_[sec + 1] - secStart_[sec]);
     // Exact section floors cost up to sum(degree * span) per descent.
@@ -1405,9 +1407,13 @@ class CanonicalSearch {
   // Tries to place every buffer of top-level part `p` under `target`, with
   // preorder `heuristic`, making at most `nodeBudget` placements.  kFound
   // leaves the offsets in solutionOffset(); kInfeasible is a proof.
+  // `tightRule` turns on the full-section branching (see narrowToTightSection);
+  // a search that used it proves nothing (kAborted instead of kInfeasible).
   Result solve(int p, i64 target, int heuristic, i64 nodeBudget,
-               const Deadline& deadline) {
+               const Deadline& deadline, bool tightRule = false) {
     target_ = target;
+    tightRule_ = tightRule;
+    tightUsed_ = false;
     rank_ = &ranks_[heuristic];
     heuristic_ = heuristic;
     nodesLeft_ = nodeBudget;
@@ -1415,7 +1421,7 @@ class CanonicalSearch {
     truncated_ = false;
     Result r = dfs(parts_[p], 0, -1);
     nodesUsed_ = nodeBudget - nodesLeft_;
-    return r == Result::kInfeasible && truncated_ ? Result::kAborted : r;
+    return r == Result::kInfeasible && (truncated_ || tightUsed_) ? Result::kAborted : r;
   }
 
  private:
@@ -1796,6 +1802,48 @@ class CanonicalSearch {
       truncated_ = true;
     }
     std::sort(first, children_.end(), less);
+    tightNode_ = tightRule_ && narrowToTightSection(part, base);
+    return true;
+  }
+
+  // Full-section branching.  A section s is full when its unplaced members
+  // must fill [secFloor, T) with no gap (secFloor + unplaced size == T).  If
+  // its floor is h, the lowest floor of any child (no later offset is lower),
+  // then in every completion one member of s sits at exactly h: so only the
+  // children that cover s at h are tried, for the full section with the
+  // fewest of them (first fail; none: a dead end).  On a perfect packing
+  // (fillers, below) every section is full and the search is nearly forced.
+  // These children may come in any rank order, so the next level starts the
+  // canonical order afresh at h (the branches are disjoint: two members of
+  // s cannot both sit at h).  Returns whether it narrowed the children.
+  bool narrowToTightSection(const Part& part, size_t base) {
+    if (children_.size() == base) return false;
+    const i64 h = floor_[children_[base]];
+    ++tightClock_;
+    bool any = false;
+    for (int s = part.lo; s < part.hi; ++s) {
+      if (secTotal_[s] == 0 || secFloor_[s] != h || h + secTotal_[s] != target_) continue;
+      tightStamp_[s] = tightClock_;
+      tightCount_[s] = 0;
+      any = true;
+    }
+    if (!any) return false;
+    size_t atH = base;
+    for (; atH < children_.size() && floor_[children_[atH]] == h; ++atH) {
+      const int b = children_[atH];
+      for (int s = secLo_[b]; s < secHi_[b]; ++s)
+        if (tightStamp_[s] == tightClock_) ++tightCount_[s];
+    }
+    int best = -1;
+    for (int s = part.lo; s < part.hi; ++s)
+      if (tightStamp_[s] == tightClock_ && (best < 0 || tightCount_[s] < tightCount_[best])) best = s;
+    tightUsed_ = true;
+    size_t keep = base;
+    for (size_t i = base; i < atH; ++i) {
+      const int b = children_[i];
+      if (secLo_[b] <= best && best < secHi_[b]) children_[keep++] = b;
+    }
+    children_.resize(keep);
     return true;
   }
 
@@ -1813,6 +1861,7 @@ class CanonicalSearch {
     if (!collectChildren(part, lastOff, lastRank)) return Result::kFound;
     if (deadEnd_) return Result::kInfeasible;
     const size_t end = children_.size();
+    const bool tight = tightNode_;
     Result result = Result::kInfeasible;
     for (size_t i = base; i < end && result == Result::kInfeasible; ++i) {
       const int b = children_[i];
@@ -1823,7 +1872,7 @@ class CanonicalSearch {
       }
       const Mark mark = place(b);
       const bool hatless = hatless_;
-      if (sectionsFit(part, off_[b])) result = descend(part, b);
+      if (sectionsFit(part, off_[b])) result = descend(part, b, tight ? -1 : (*rank_)[b]);
       unplace(b, mark);
       // Hatless pruning (MiniMalloc): nothing unplaced overlaps b, so b at
       // its floor blocks nobody; if that failed, no sibling order helps.
@@ -1836,13 +1885,13 @@ class CanonicalSearch {
   // After placing b: if b was the last unplaced buffer crossing some section
   // boundary inside the part, solve the pieces independently; otherwise keep
   // going in canonical order.
-  Result descend(const Part& part, int b) {
+  Result descend(const Part& part, int b, int lastRank) {
     std::vector<int> zeros;
     for (int s = secLo_[b]; s + 1 < secHi_[b]; ++s)
       if (--cut_[s] == 0) zeros.push_back(s);
     Result result;
     if (zeros.empty()) {
-      result = dfs(part, off_[b], (*rank_)[b]);
+      result = dfs(part, off_[b], lastRank);
     } else {
       std::vector<Part> pieces;
       split(part, zeros, pieces);
@@ -1897,6 +1946,12 @@ class CanonicalSearch {
   bool truncated_ = false;
   bool hatless_ = false;  // the last place() found no unplaced overlap
   bool deadEnd_ = false;  // collectChildren found a buffer that cannot fit
+  bool tightRule_ = false;  // full-section branching on (solve's argument)
+  bool tightUsed_ = false;  // ... and it narrowed some node's children
+  bool tightNode_ = false;  // the last collectChildren narrowed them
+  std::vector<i64> tightStamp_;  // full sections of the node being narrowed
+  std::vector<int> tightCount_;  // their children at the lowest floor
+  i64 tightClock_ = 0;
 
   const std::vector<int>* rank_ = nullptr;
   i64 nodesLeft_ = 0;
@@ -1969,7 +2024,7 @@ class Tightener {
       for (int k = 0; k < kPaddedPerRound && !padded.empty() && !deadline_.passed(); ++k) {
         const size_t i = next++ % padded.size();
         Tightener* pad = padded[i];
-        r = pad->attempt(pad->roundDown(capacity), std::max<i64>(1, budget / kPaddedPerRound));
+        r = pad->attempt(pad->roundDown(capacity), std::max<i64>(1, budget / kPaddedPerRound), true);
         if (r == Result::kInfeasible) padded.erase(padded.begin() + (long)i);
         if (r == Result::kFound && pad->peak() <= capacity) {
           adopt(pad->offsets());
@@ -2009,11 +2064,12 @@ class Tightener {
  private:
   // Tries every part whose peak exceeds `target`.  A part's node budget is
   // `budget` times its size, per preorder heuristic (round robin).
-  Result attempt(i64 target, i64 budget) {
+  // `tightRule`: full-section branching (phase 1 only; it proves nothing).
+  Result attempt(i64 target, i64 budget, bool tightRule = false) {
     Result result = Result::kFound;
     for (int p = 0; p < search_.numParts() && result == Result::kFound; ++p) {
       if (partPeak_[p] <= target) continue;
-      result = attemptPart(p, target, budget * (i64)search_.partMembers(p).size());
+      result = attemptPart(p, target, budget * (i64)search_.partMembers(p).size(), tightRule);
     }
     logLine("target %lld budget %lld: %s, peak %lld", target, budget,
          result == Result::kFound ? "found" : result == Result::kInfeasible ? "infeasible" : "aborted",
@@ -2025,14 +2081,14 @@ class Tightener {
   // kRandomPerRound randomized preorders, new ones every call while they
   // last, share another `nodes` * kRandomFrac, so diversity costs the
   // fixed orders at most that share of the time.
-  Result attemptPart(int p, i64 target, i64 nodes) {
+  Result attemptPart(int p, i64 target, i64 nodes, bool tightRule) {
     const int fixed = CanonicalSearch::kFixedOrders, random = search_.numHeuristics() - fixed;
     const int tries = fixed + (random > 0 ? kRandomPerRound : 0);
     for (int i = 0; i < tries; ++i) {
       if (deadline_.passed()) return Result::kAborted;
       const int h = i < fixed ? i : fixed + nextRandom_++ % random;
       const i64 budget = i < fixed ? nodes : std::max<i64>(1, (i64)(nodes * kRandomFrac / kRandomPerRound));
-      Result r = search_.solve(p, target, h, budget, deadline_);
+      Result r = search_.solve(p, target, h, budget, deadline_, tightRule);
       if (r == Result::kInfeasible) return r;
       if (r == Result::kFound) {
         logLine("part %d: preorder %d found it in %lld placements", p, h, search_.nodesUsed());
@@ -2225,9 +2281,14 @@ void runSearch(Job& job) {
     std::vector<Tightener*> padded;
     padBuffers.reserve(kFillerVariants);
     const int variants = searchBuffers.size() <= kMaxPaddedBuffers ? kFillerVariants : 0;
+    std::set<std::vector<std::array<i64, 3>>> seen;  // distinct guesses only
     for (int v = 0; v < variants; ++v) {
       std::vector<SearchBuffer> fillers = fillerBuffers(searchBuffers, job.capacity, v);
       if (fillers.empty()) break;
+      std::vector<std::array<i64, 3>> key;
+      for (const SearchBuffer& f : fillers) key.push_back({f.lower, f.upper, f.size});
+      std::sort(key.begin(), key.end());
+      if (!seen.insert(std::move(key)).second) continue;
       padBuffers.push_back(searchBuffers);
       padBuffers.back().insert(padBuffers.back().end(), fillers.begin(), fillers.end());
       auto padSearch = std::make_unique<CanonicalSearch>(padBuffers.back());
@@ -2239,6 +2300,7 @@ void runSearch(Job& job) {
       padded.push_back(padTighteners.back().get());
       padSearches.push_back(std::move(padSearch));
     }
+    logLine("search: %zu distinct filler guesses", padded.size());
     fits = tightener.fitCapacity(job.capacity, padded);
   }
   if (fits) tightener.tighten(lo);
