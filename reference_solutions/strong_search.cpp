@@ -48,7 +48,10 @@
 //      While the seed is above the capacity, the same search also runs on
 //      the buffers plus "fillers" that fill every section to the capacity
 //      (guesses at the pieces removed from a perfect packing, MiniMalloc's
-//      challenging cases; see fillerBuffers), 16 guesses in turn.
+//      challenging cases; see fillerBuffers), up to 16 distinct guesses and
+//      the buffers alone, two a round in turn, sharing a budget like ours.
+//      These searches branch on a full section (narrowToTightSection): with
+//      no room to waste, one of its members must sit at the lowest floor.
 //      First T = capacity (only if the seed does not fit), then T is tightened
 //      by rounds of growing budget: the lower bound first, then a binary
 //      search between it and the current peak, until peak == lower bound or
@@ -1407,13 +1410,11 @@ class CanonicalSearch {
   // Tries to place every buffer of top-level part `p` under `target`, with
   // preorder `heuristic`, making at most `nodeBudget` placements.  kFound
   // leaves the offsets in solutionOffset(); kInfeasible is a proof.
-  // `tightRule` turns on the full-section branching (see narrowToTightSection);
-  // a search that used it proves nothing (kAborted instead of kInfeasible).
+  // `tightRule` turns on the full-section branching (narrowToTightSection).
   Result solve(int p, i64 target, int heuristic, i64 nodeBudget,
                const Deadline& deadline, bool tightRule = false) {
     target_ = target;
     tightRule_ = tightRule;
-    tightUsed_ = false;
     rank_ = &ranks_[heuristic];
     heuristic_ = heuristic;
     nodesLeft_ = nodeBudget;
@@ -1421,7 +1422,7 @@ class CanonicalSearch {
     truncated_ = false;
     Result r = dfs(parts_[p], 0, -1);
     nodesUsed_ = nodeBudget - nodesLeft_;
-    return r == Result::kInfeasible && (truncated_ || tightUsed_) ? Result::kAborted : r;
+    return r == Result::kInfeasible && truncated_ ? Result::kAborted : r;
   }
 
  private:
@@ -1815,7 +1816,11 @@ class CanonicalSearch {
   // (fillers, below) every section is full and the search is nearly forced.
   // These children may come in any rank order, so the next level starts the
   // canonical order afresh at h (the branches are disjoint: two members of
-  // s cannot both sit at h).  Returns whether it narrowed the children.
+  // s cannot both sit at h).  Still complete: no later offset is below h
+  // (a buffer below it would have been a child), so the lowest-potential
+  // solution is never cut by dominance either.  Only the padded searches
+  // use it: on the plain search it changed the order so that MiniMalloc D
+  // and F no longer fitted in time.  Returns whether it narrowed the children.
   bool narrowToTightSection(const Part& part, size_t base) {
     if (children_.size() == base) return false;
     const i64 h = floor_[children_[base]];
@@ -1837,7 +1842,6 @@ class CanonicalSearch {
     int best = -1;
     for (int s = part.lo; s < part.hi; ++s)
       if (tightStamp_[s] == tightClock_ && (best < 0 || tightCount_[s] < tightCount_[best])) best = s;
-    tightUsed_ = true;
     size_t keep = base;
     for (size_t i = base; i < atH; ++i) {
       const int b = children_[i];
@@ -1947,7 +1951,6 @@ class CanonicalSearch {
   bool hatless_ = false;  // the last place() found no unplaced overlap
   bool deadEnd_ = false;  // collectChildren found a buffer that cannot fit
   bool tightRule_ = false;  // full-section branching on (solve's argument)
-  bool tightUsed_ = false;  // ... and it narrowed some node's children
   bool tightNode_ = false;  // the last collectChildren narrowed them
   std::vector<i64> tightStamp_;  // full sections of the node being narrowed
   std::vector<int> tightCount_;  // their children at the lowest floor
@@ -2008,12 +2011,15 @@ class Tightener {
 
   // Phase 1: the seed is above capacity; search under the capacity with
   // growing budgets.  Returns false if that was proven impossible.
-  // `padded` (see fillerBuffers) search the same buffers plus fillers; after
-  // each of our rounds kPaddedPerRound of them, in turn, share our budget
-  // (when fillers fit, the search is nearly forced: small budgets do, and
-  // past kMaxPaddedBudget they stop, so a case they do not help loses little).
+  // `padded` (see fillerBuffers) search the same buffers plus fillers, with
+  // full-section branching; after each of our rounds kPaddedPerRound of
+  // them, in turn, share our budget (spreading it over all of them each
+  // round fitted fewer: a right guess needs a few larger tries).  When
+  // fillers fit, the search is nearly forced: small budgets do, and past
+  // kMaxPaddedBudget they stop, so a case they do not help loses little
+  // (MiniMalloc E needs the plain search's time).
   // A fit of theirs is a fit of ours (fillers dropped); their failure proves
-  // nothing, so a padded search found infeasible just leaves the rotation.
+  // nothing about ours, so a padded search found infeasible just leaves.
   bool fitCapacity(i64 capacity, std::vector<Tightener*> padded = {}) {
     size_t next = 0;
     for (i64 budget = 2; !deadline_.passed(); budget *= 2) {
@@ -2025,11 +2031,11 @@ class Tightener {
         const size_t i = next++ % padded.size();
         Tightener* pad = padded[i];
         r = pad->attempt(pad->roundDown(capacity), std::max<i64>(1, budget / kPaddedPerRound), true);
-        if (r == Result::kInfeasible) padded.erase(padded.begin() + (long)i);
         if (r == Result::kFound && pad->peak() <= capacity) {
           adopt(pad->offsets());
           return true;
         }
+        if (r == Result::kInfeasible) padded.erase(padded.begin() + (long)i);  // cannot complete
       }
     }
     return false;
@@ -2114,8 +2120,8 @@ class Tightener {
   i64 roundDown(i64 height) const { return height - height % grain_; }
 
   static constexpr int kRandomPerRound = 4;
-  static constexpr double kRandomFrac = 0.5;
   static constexpr int kPaddedPerRound = 2;
+  static constexpr double kRandomFrac = 0.5;
   static constexpr i64 kMaxPaddedBudget = 64;
   CanonicalSearch& search_;
   int nextRandom_ = 0;
@@ -2161,7 +2167,11 @@ struct Job {
 // rise opens a filler; a fall closes an open filler of exactly its size if
 // there is one (a removed piece ends as it began), otherwise, by `variant`,
 // the latest (0), the earliest (1) or a random one (splitting it if it is
-// larger).  A fit with fillers is a fit without them.
+// larger).  A fit with fillers is a fit without them.  Where the guess is
+// wrong the padded search rarely fails fast: on generated cases whose
+// removed pieces are many and abut in time (a guillotine cut through
+// removed space shows only its net change) no guess here matches, while the
+// true pieces as fillers fit in well under a second.
 std::vector<SearchBuffer> fillerBuffers(const std::vector<SearchBuffer>& buffers, i64 height,
                                         int variant) {
   std::map<i64, i64> delta;  // load change at each time
@@ -2279,12 +2289,14 @@ void runSearch(Job& job) {
     std::vector<std::unique_ptr<CanonicalSearch>> padSearches;
     std::vector<std::unique_ptr<Tightener>> padTighteners;
     std::vector<Tightener*> padded;
-    padBuffers.reserve(kFillerVariants);
-    const int variants = searchBuffers.size() <= kMaxPaddedBuffers ? kFillerVariants : 0;
+    padBuffers.reserve(kFillerVariants + 1);  // Tighteners keep references into it
+    const int variants = searchBuffers.size() <= kMaxPaddedBuffers ? kFillerVariants : -1;
     std::set<std::vector<std::array<i64, 3>>> seen;  // distinct guesses only
-    for (int v = 0; v < variants; ++v) {
-      std::vector<SearchBuffer> fillers = fillerBuffers(searchBuffers, job.capacity, v);
-      if (fillers.empty()) break;
+    // v = -1: no fillers (full-section branching where the buffers alone are full).
+    for (int v = -1; v < variants; ++v) {
+      std::vector<SearchBuffer> fillers;
+      if (v >= 0) fillers = fillerBuffers(searchBuffers, job.capacity, v);
+      if (v >= 0 && fillers.empty()) break;
       std::vector<std::array<i64, 3>> key;
       for (const SearchBuffer& f : fillers) key.push_back({f.lower, f.upper, f.size});
       std::sort(key.begin(), key.end());
