@@ -48,7 +48,10 @@
 //      While the seed is above the capacity, the same search also runs on
 //      the buffers plus "fillers" that fill every section to the capacity
 //      (guesses at the pieces removed from a perfect packing, MiniMalloc's
-//      challenging cases; see fillerBuffers), 16 guesses in turn.
+//      challenging cases; see fillerBuffers), up to 16 distinct guesses and
+//      the buffers alone, two a round in turn, sharing a budget like ours.
+//      These searches branch on a full section (narrowToTightSection): with
+//      no room to waste, one of its members must sit at the lowest floor.
 //      First T = capacity (only if the seed does not fit), then T is tightened
 //      by rounds of growing budget: the lower bound first, then a binary
 //      search between it and the current peak, until peak == lower bound or
@@ -1382,6 +1385,8 @@ class CanonicalSearch {
     secFloor_.assign(numSections_, 0);
     secAtFloor_.assign(numSections_, 0);
     secSaved_.assign(numSections_, 0);
+    tightStamp_.assign(numSections_, 0);
+    tightCount_.assign(numSections_, 0);
     for (int sec = 0; sec < numSections_; ++sec)
       secAtFloor_[sec] = (int)(secStart_[sec + 1] - secStart_[sec]);
     // Exact section floors cost up to sum(degree * span) per descent.
@@ -1405,9 +1410,11 @@ class CanonicalSearch {
   // Tries to place every buffer of top-level part `p` under `target`, with
   // preorder `heuristic`, making at most `nodeBudget` placements.  kFound
   // leaves the offsets in solutionOffset(); kInfeasible is a proof.
+  // `tightRule` turns on the full-section branching (narrowToTightSection).
   Result solve(int p, i64 target, int heuristic, i64 nodeBudget,
-               const Deadline& deadline) {
+               const Deadline& deadline, bool tightRule = false) {
     target_ = target;
+    tightRule_ = tightRule;
     rank_ = &ranks_[heuristic];
     heuristic_ = heuristic;
     nodesLeft_ = nodeBudget;
@@ -1796,6 +1803,51 @@ class CanonicalSearch {
       truncated_ = true;
     }
     std::sort(first, children_.end(), less);
+    tightNode_ = tightRule_ && narrowToTightSection(part, base);
+    return true;
+  }
+
+  // Full-section branching.  A section s is full when its unplaced members
+  // must fill [secFloor, T) with no gap (secFloor + unplaced size == T).  If
+  // its floor is h, the lowest floor of any child (no later offset is lower),
+  // then in every completion one member of s sits at exactly h: so only the
+  // children that cover s at h are tried, for the full section with the
+  // fewest of them (first fail; none: a dead end).  On a perfect packing
+  // (fillers, below) every section is full and the search is nearly forced.
+  // These children may come in any rank order, so the next level starts the
+  // canonical order afresh at h (the branches are disjoint: two members of
+  // s cannot both sit at h).  Still complete: no later offset is below h
+  // (a buffer below it would have been a child), so the lowest-potential
+  // solution is never cut by dominance either.  Only the padded searches
+  // use it: on the plain search it changed the order so that MiniMalloc D
+  // and F no longer fitted in time.  Returns whether it narrowed the children.
+  bool narrowToTightSection(const Part& part, size_t base) {
+    if (children_.size() == base) return false;
+    const i64 h = floor_[children_[base]];
+    ++tightClock_;
+    bool any = false;
+    for (int s = part.lo; s < part.hi; ++s) {
+      if (secTotal_[s] == 0 || secFloor_[s] != h || h + secTotal_[s] != target_) continue;
+      tightStamp_[s] = tightClock_;
+      tightCount_[s] = 0;
+      any = true;
+    }
+    if (!any) return false;
+    size_t atH = base;
+    for (; atH < children_.size() && floor_[children_[atH]] == h; ++atH) {
+      const int b = children_[atH];
+      for (int s = secLo_[b]; s < secHi_[b]; ++s)
+        if (tightStamp_[s] == tightClock_) ++tightCount_[s];
+    }
+    int best = -1;
+    for (int s = part.lo; s < part.hi; ++s)
+      if (tightStamp_[s] == tightClock_ && (best < 0 || tightCount_[s] < tightCount_[best])) best = s;
+    size_t keep = base;
+    for (size_t i = base; i < atH; ++i) {
+      const int b = children_[i];
+      if (secLo_[b] <= best && best < secHi_[b]) children_[keep++] = b;
+    }
+    children_.resize(keep);
     return true;
   }
 
@@ -1813,6 +1865,7 @@ class CanonicalSearch {
     if (!collectChildren(part, lastOff, lastRank)) return Result::kFound;
     if (deadEnd_) return Result::kInfeasible;
     const size_t end = children_.size();
+    const bool tight = tightNode_;
     Result result = Result::kInfeasible;
     for (size_t i = base; i < end && result == Result::kInfeasible; ++i) {
       const int b = children_[i];
@@ -1823,7 +1876,7 @@ class CanonicalSearch {
       }
       const Mark mark = place(b);
       const bool hatless = hatless_;
-      if (sectionsFit(part, off_[b])) result = descend(part, b);
+      if (sectionsFit(part, off_[b])) result = descend(part, b, tight ? -1 : (*rank_)[b]);
       unplace(b, mark);
       // Hatless pruning (MiniMalloc): nothing unplaced overlaps b, so b at
       // its floor blocks nobody; if that failed, no sibling order helps.
@@ -1836,13 +1889,13 @@ class CanonicalSearch {
   // After placing b: if b was the last unplaced buffer crossing some section
   // boundary inside the part, solve the pieces independently; otherwise keep
   // going in canonical order.
-  Result descend(const Part& part, int b) {
+  Result descend(const Part& part, int b, int lastRank) {
     std::vector<int> zeros;
     for (int s = secLo_[b]; s + 1 < secHi_[b]; ++s)
       if (--cut_[s] == 0) zeros.push_back(s);
     Result result;
     if (zeros.empty()) {
-      result = dfs(part, off_[b], (*rank_)[b]);
+      result = dfs(part, off_[b], lastRank);
     } else {
       std::vector<Part> pieces;
       split(part, zeros, pieces);
@@ -1897,6 +1950,11 @@ class CanonicalSearch {
   bool truncated_ = false;
   bool hatless_ = false;  // the last place() found no unplaced overlap
   bool deadEnd_ = false;  // collectChildren found a buffer that cannot fit
+  bool tightRule_ = false;  // full-section branching on (solve's argument)
+  bool tightNode_ = false;  // the last collectChildren narrowed them
+  std::vector<i64> tightStamp_;  // full sections of the node being narrowed
+  std::vector<int> tightCount_;  // their children at the lowest floor
+  i64 tightClock_ = 0;
 
   const std::vector<int>* rank_ = nullptr;
   i64 nodesLeft_ = 0;
@@ -1953,12 +2011,15 @@ class Tightener {
 
   // Phase 1: the seed is above capacity; search under the capacity with
   // growing budgets.  Returns false if that was proven impossible.
-  // `padded` (see fillerBuffers) search the same buffers plus fillers; after
-  // each of our rounds kPaddedPerRound of them, in turn, share our budget
-  // (when fillers fit, the search is nearly forced: small budgets do, and
-  // past kMaxPaddedBudget they stop, so a case they do not help loses little).
+  // `padded` (see fillerBuffers) search the same buffers plus fillers, with
+  // full-section branching; after each of our rounds kPaddedPerRound of
+  // them, in turn, share our budget (spreading it over all of them each
+  // round fitted fewer: a right guess needs a few larger tries).  When
+  // fillers fit, the search is nearly forced: small budgets do, and past
+  // kMaxPaddedBudget they stop, so a case they do not help loses little
+  // (MiniMalloc E needs the plain search's time).
   // A fit of theirs is a fit of ours (fillers dropped); their failure proves
-  // nothing, so a padded search found infeasible just leaves the rotation.
+  // nothing about ours, so a padded search found infeasible just leaves.
   bool fitCapacity(i64 capacity, std::vector<Tightener*> padded = {}) {
     size_t next = 0;
     for (i64 budget = 2; !deadline_.passed(); budget *= 2) {
@@ -1969,12 +2030,12 @@ class Tightener {
       for (int k = 0; k < kPaddedPerRound && !padded.empty() && !deadline_.passed(); ++k) {
         const size_t i = next++ % padded.size();
         Tightener* pad = padded[i];
-        r = pad->attempt(pad->roundDown(capacity), std::max<i64>(1, budget / kPaddedPerRound));
-        if (r == Result::kInfeasible) padded.erase(padded.begin() + (long)i);
+        r = pad->attempt(pad->roundDown(capacity), std::max<i64>(1, budget / kPaddedPerRound), true);
         if (r == Result::kFound && pad->peak() <= capacity) {
           adopt(pad->offsets());
           return true;
         }
+        if (r == Result::kInfeasible) padded.erase(padded.begin() + (long)i);  // cannot complete
       }
     }
     return false;
@@ -2009,11 +2070,12 @@ class Tightener {
  private:
   // Tries every part whose peak exceeds `target`.  A part's node budget is
   // `budget` times its size, per preorder heuristic (round robin).
-  Result attempt(i64 target, i64 budget) {
+  // `tightRule`: full-section branching (phase 1 only; it proves nothing).
+  Result attempt(i64 target, i64 budget, bool tightRule = false) {
     Result result = Result::kFound;
     for (int p = 0; p < search_.numParts() && result == Result::kFound; ++p) {
       if (partPeak_[p] <= target) continue;
-      result = attemptPart(p, target, budget * (i64)search_.partMembers(p).size());
+      result = attemptPart(p, target, budget * (i64)search_.partMembers(p).size(), tightRule);
     }
     logLine("target %lld budget %lld: %s, peak %lld", target, budget,
          result == Result::kFound ? "found" : result == Result::kInfeasible ? "infeasible" : "aborted",
@@ -2025,14 +2087,14 @@ class Tightener {
   // kRandomPerRound randomized preorders, new ones every call while they
   // last, share another `nodes` * kRandomFrac, so diversity costs the
   // fixed orders at most that share of the time.
-  Result attemptPart(int p, i64 target, i64 nodes) {
+  Result attemptPart(int p, i64 target, i64 nodes, bool tightRule) {
     const int fixed = CanonicalSearch::kFixedOrders, random = search_.numHeuristics() - fixed;
     const int tries = fixed + (random > 0 ? kRandomPerRound : 0);
     for (int i = 0; i < tries; ++i) {
       if (deadline_.passed()) return Result::kAborted;
       const int h = i < fixed ? i : fixed + nextRandom_++ % random;
       const i64 budget = i < fixed ? nodes : std::max<i64>(1, (i64)(nodes * kRandomFrac / kRandomPerRound));
-      Result r = search_.solve(p, target, h, budget, deadline_);
+      Result r = search_.solve(p, target, h, budget, deadline_, tightRule);
       if (r == Result::kInfeasible) return r;
       if (r == Result::kFound) {
         logLine("part %d: preorder %d found it in %lld placements", p, h, search_.nodesUsed());
@@ -2058,8 +2120,8 @@ class Tightener {
   i64 roundDown(i64 height) const { return height - height % grain_; }
 
   static constexpr int kRandomPerRound = 4;
-  static constexpr double kRandomFrac = 0.5;
   static constexpr int kPaddedPerRound = 2;
+  static constexpr double kRandomFrac = 0.5;
   static constexpr i64 kMaxPaddedBudget = 64;
   CanonicalSearch& search_;
   int nextRandom_ = 0;
@@ -2105,7 +2167,11 @@ struct Job {
 // rise opens a filler; a fall closes an open filler of exactly its size if
 // there is one (a removed piece ends as it began), otherwise, by `variant`,
 // the latest (0), the earliest (1) or a random one (splitting it if it is
-// larger).  A fit with fillers is a fit without them.
+// larger).  A fit with fillers is a fit without them.  Where the guess is
+// wrong the padded search rarely fails fast: on generated cases whose
+// removed pieces are many and abut in time (a guillotine cut through
+// removed space shows only its net change) no guess here matches, while the
+// true pieces as fillers fit in well under a second.
 std::vector<SearchBuffer> fillerBuffers(const std::vector<SearchBuffer>& buffers, i64 height,
                                         int variant) {
   std::map<i64, i64> delta;  // load change at each time
@@ -2223,11 +2289,18 @@ void runSearch(Job& job) {
     std::vector<std::unique_ptr<CanonicalSearch>> padSearches;
     std::vector<std::unique_ptr<Tightener>> padTighteners;
     std::vector<Tightener*> padded;
-    padBuffers.reserve(kFillerVariants);
-    const int variants = searchBuffers.size() <= kMaxPaddedBuffers ? kFillerVariants : 0;
-    for (int v = 0; v < variants; ++v) {
-      std::vector<SearchBuffer> fillers = fillerBuffers(searchBuffers, job.capacity, v);
-      if (fillers.empty()) break;
+    padBuffers.reserve(kFillerVariants + 1);  // Tighteners keep references into it
+    const int variants = searchBuffers.size() <= kMaxPaddedBuffers ? kFillerVariants : -1;
+    std::set<std::vector<std::array<i64, 3>>> seen;  // distinct guesses only
+    // v = -1: no fillers (full-section branching where the buffers alone are full).
+    for (int v = -1; v < variants; ++v) {
+      std::vector<SearchBuffer> fillers;
+      if (v >= 0) fillers = fillerBuffers(searchBuffers, job.capacity, v);
+      if (v >= 0 && fillers.empty()) break;
+      std::vector<std::array<i64, 3>> key;
+      for (const SearchBuffer& f : fillers) key.push_back({f.lower, f.upper, f.size});
+      std::sort(key.begin(), key.end());
+      if (!seen.insert(std::move(key)).second) continue;
       padBuffers.push_back(searchBuffers);
       padBuffers.back().insert(padBuffers.back().end(), fillers.begin(), fillers.end());
       auto padSearch = std::make_unique<CanonicalSearch>(padBuffers.back());
@@ -2239,6 +2312,7 @@ void runSearch(Job& job) {
       padded.push_back(padTighteners.back().get());
       padSearches.push_back(std::move(padSearch));
     }
+    logLine("search: %zu distinct filler guesses", padded.size());
     fits = tightener.fitCapacity(job.capacity, padded);
   }
   if (fits) tightener.tighten(lo);
