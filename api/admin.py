@@ -13,8 +13,8 @@ from api.audit import record
 from api.auth import hash_password, new_token
 from api.db.models import Contest, Judging, Submission, Team, User, aware
 from api.errors import Conflict, NotFound, ServiceError
+from api.hidden import HIDDEN_DETAILS
 from api.problems import current_version
-from api.submissions import HIDDEN_DETAILS
 
 
 def create_team(db: Session, name: str, actor: User | None) -> Team:

@@ -2,7 +2,7 @@
 any team and of the best reference planner (api.baselines) on the same cases, sorted by
 the problem-score points it would gain by matching the better of the two.
 
-Hidden cases only for whoever sees hidden cases whole (api.submissions.hidden_policy):
+Hidden cases only for whoever sees hidden cases whole (api.hidden.hidden_policy):
 before the reveal a contestant's comparison holds the public cases alone. Other teams'
 submissions made after a freeze stay out of a contestant's view, as on the board.
 """
@@ -15,7 +15,8 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from api.db.models import Baseline, CaseResultRow, Contest, Judging, Submission, Team, User, aware
-from api.submissions import hidden_policy, on_the_board
+from api.hidden import hidden_policy
+from api.submissions import on_the_board
 
 
 def comparison(db: Session, sub: Submission, viewer: User) -> dict[str, Any]:

@@ -20,8 +20,8 @@ from sqlalchemy.orm import Session
 
 from api import audit, problems
 from api.db.models import CaseResultRow, Submission, Team, User, aware
+from api.hidden import WITHHELD, hidden_policy, result_dict
 from api.leaderboard import leaderboard
-from api.submissions import WITHHELD, hidden_policy, result_dict
 
 FORMATS = ("csv", "json")
 STANDINGS = ("problem", "version", "rank", "team", "public_score", "hidden_score",

@@ -18,8 +18,9 @@ from sqlalchemy.orm import Session
 from api import baselines
 from api.db import board
 from api.db.models import Contest, Submission, Team, User, aware, utcnow
+from api.hidden import hidden_visible
 from api.problems import current_version
-from api.submissions import hidden_visible, on_the_board
+from api.submissions import on_the_board
 from judge.pictures.history import Reference, Series, history_svg
 
 TOP_TEAMS = 5  # and the viewer's own team

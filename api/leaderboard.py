@@ -29,8 +29,9 @@ from api import baselines, flights, readcache
 from api.caller import Caller
 from api.db import board
 from api.db.models import Contest, Submission, Team, User, aware
+from api.hidden import hidden_visible
 from api.problems import current_version
-from api.submissions import hidden_visible, on_the_board
+from api.submissions import on_the_board
 
 CACHED_BOARDS = 512  # per process: problems x viewer classes (one per team while frozen)
 

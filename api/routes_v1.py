@@ -10,7 +10,7 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import FileResponse, JSONResponse, PlainTextResponse, Response
 from sqlalchemy.orm import Session
 
-from api import events, problems, readcache, submissions
+from api import events, hidden, problems, readcache, submissions
 from api.caller import Caller
 from api.deps import DB, Config, Contestant, ContestantReader, Id, Reader, Viewer
 from api.errors import ServiceError
@@ -38,7 +38,7 @@ def list_problems(db: DB) -> list[dict[str, Any]]:
 
 @router.get("/problems/{slug}")
 def get_problem(slug: str, db: DB, viewer: Viewer) -> dict[str, Any]:
-    shown = submissions.hidden_visible(db, viewer)
+    shown = hidden.hidden_visible(db, viewer)
     return _problem_dict(problems.current_version(db, slug), full=True, hidden=shown)
 
 

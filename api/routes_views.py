@@ -8,7 +8,7 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Query
 from fastapi.responses import Response
 
-from api import compare, exports, history, problems, submissions
+from api import compare, exports, hidden, history, problems, submissions
 from api.deps import DB, Admin, Config, Contestant, Id, Viewer
 from api.errors import Forbidden
 from judge.starterkit import starter_kit
@@ -42,7 +42,7 @@ def get_comparison(sub_id: Id, user: Contestant, db: DB) -> dict[str, Any]:
 @router.get("/problems/{slug}/history.svg", response_class=Response)
 def get_history(slug: str, db: DB, viewer: Viewer, score: Score = "public_score") -> Response:
     """The best scores over time (top teams, the viewer's team, the references) as SVG."""
-    if score == "hidden_score" and not submissions.hidden_visible(db, viewer):
+    if score == "hidden_score" and not hidden.hidden_visible(db, viewer):
         raise Forbidden("hidden scores show only after the reveal")
     svg = history.cached_svg(db, slug, viewer, score)
     return Response(svg, media_type="image/svg+xml", headers={"Cache-Control": "no-store"})

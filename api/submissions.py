@@ -7,7 +7,6 @@ import logging
 import os
 import re
 from datetime import timedelta
-from itertools import takewhile
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +27,14 @@ from api.db.models import (
     utcnow,
 )
 from api.errors import Forbidden, NotFound, ServiceError, TooMany
+from api.hidden import (
+    hidden_policy,
+    hides_progress,
+    judged_before_hidden,
+    progress_detail,
+    result_dict,
+    shown_detail,
+)
 from api.problems import current_version, version_facts
 from api.settings import Settings
 from api.uploads import too_large
@@ -210,29 +217,6 @@ def shown_judging(db: Session, sub: Submission) -> Judging | None:
     return judging
 
 
-# What a viewer sees of hidden cases: "all" (organizers; everybody after the reveal),
-# or the contest's hidden_detail before it: "verdict" (the verdict alone) or "judged"
-# (only that the case was judged).
-HIDDEN_DETAILS = ("verdict", "judged")
-JUDGED = "JUDGED"  # the verdict shown for a hidden case under hidden_detail = "judged"
-# Every field of a case result that depends on the case (all but its name and split).
-WITHHELD = ("score", "message", "peak", "lower_bound", "time_s", "makespan_us", "log",
-            "plan_digest")  # fmt: skip
-
-
-def sees_hidden(user: User | None, revealed: bool) -> bool:
-    """Whether `user` sees hidden cases whole: organizers, and everybody after the reveal."""
-    return bool(user and user.is_admin) or revealed
-
-
-def hidden_policy(db: Session, user: User | None) -> str:
-    contest = db.get(Contest, 1)
-    if sees_hidden(user, bool(contest and contest.hidden_revealed)):
-        return "all"
-    detail = contest.hidden_detail if contest else "verdict"
-    return detail if detail in HIDDEN_DETAILS else "judged"  # unknown: the stricter
-
-
 def on_the_board(version_id: int, system: bool = False) -> tuple[ColumnElement[bool], ...]:
     """Which submissions count on a problem version's board (its ranks, its history,
     the per-case bests): judged to the end, neither it nor its team disqualified, of
@@ -244,77 +228,6 @@ def on_the_board(version_id: int, system: bool = False) -> tuple[ColumnElement[b
         Team.disqualified.is_(False),
         Team.system.is_(system),
     )
-
-
-def hidden_visible(db: Session, user: User | None) -> bool:
-    return hidden_policy(db, user) == "all"
-
-
-def result_dict(row: CaseResultRow, policy: str) -> dict[str, Any]:
-    """A case result as `policy` lets the viewer see it. A withheld hidden case keeps
-    its name and split (public in the problem) and, under "verdict", its verdict;
-    every other field is null, so that nothing derived from the case can leak."""
-    withheld = row.split != "public" and policy != "all"
-    shown = dict.fromkeys(WITHHELD) if withheld else {k: getattr(row, k) for k in WITHHELD}
-    verdict = JUDGED if withheld and policy == "judged" else row.verdict
-    return {"case": row.case, "split": row.split, "verdict": verdict, **shown,
-            "withheld": withheld}  # fmt: skip
-
-
-def shown_detail(sub: Submission, judging: Judging | None, results: list[dict], policy: str) -> str:
-    """The status line as the viewer may see it: before the reveal, the final verdict
-    counts cover the public cases only, and a judge failure's reason (which may
-    quote a hidden case) is left out."""
-    detail = sub.status_detail
-    if policy == "all":
-        return detail
-    # The two failure lines worker.judging.fail_judging writes: "the judge failed
-    # [after N attempts] (REASON); retrying | this is our fault, ...".
-    failed = re.fullmatch(
-        r"(the judge failed(?: after \d+ attempts)?) \(.*\)(; [^()]*)", detail, re.S
-    )
-    if failed:
-        return failed.group(1) + failed.group(2)
-    if sub.status != "done" or judging is None or not detail.startswith("judged"):
-        return detail
-    counts: dict[str, int] = {}
-    for r in results:
-        if not r["withheld"]:
-            counts[r["verdict"]] = counts.get(r["verdict"], 0) + 1
-    shown = ", ".join(f"{n} {v}" for v, n in sorted(counts.items())) or "no public cases"
-    hidden = sum(1 for r in results if r["withheld"])
-    return f"judged ({judging.kind}): {shown}" + (f"; {hidden} hidden judged" if hidden else "")
-
-
-def hides_progress(judging: Judging | None, policy: str) -> bool:
-    """Whether the viewer sees only the public cases of a judging that has not ended:
-    hidden results arriving one by one would tell how long each hidden case took (a
-    planner can make that time tell its data), so before the reveal contestants get
-    the hidden ones only when the judging ends, all at once."""
-    return policy != "all" and (judging is None or judging.status in ("queued", "running"))
-
-
-def _judged_before_hidden(rows: list[CaseResultRow]) -> list[CaseResultRow]:
-    """The public results judged before the first hidden one: when a package lists a
-    public case after a hidden one, the time its result arrives would tell how long
-    the hidden case took, so it too waits for the end."""
-    in_order = sorted(rows, key=lambda r: r.id)
-    return sorted(takewhile(lambda r: r.split == "public", in_order), key=lambda r: r.case)
-
-
-RUNNING = re.compile(r"(judging on .+): \d+ of \d+ cases")  # worker.judging's progress line
-
-
-def _progress_detail(detail: str, done: int, total: int, hiding: bool) -> str:
-    """The worker's progress line with the count of the results shown beside it (the
-    submission's row and its results are separate reads, and a case may commit between
-    them); when `hiding`, counting the public cases only."""
-    running = RUNNING.fullmatch(detail)
-    if running is None:
-        return detail
-    if not hiding:
-        return f"{running.group(1)}: {done} of {total} cases"
-    return f"{running.group(1)}: {done} of {total} public cases judged; the hidden ones later"
 
 
 def submission_dict(
@@ -333,10 +246,10 @@ def submission_dict(
     facts = version_facts(db, [sub.version_id])[sub.version_id]
     hiding = hides_progress(judging, policy) and any(s != "public" for s in facts.splits)
     if hiding:  # the hidden cases count as judged in one step, at the end
-        rows = _judged_before_hidden(rows)
+        rows = judged_before_hidden(rows)
     results = [result_dict(r, policy) for r in rows]
     total = facts.splits.count("public") if hiding else len(facts.splits)
-    detail = _progress_detail(shown_detail(sub, judging, results, policy), len(rows), total, hiding)
+    detail = progress_detail(shown_detail(sub, judging, results, policy), len(rows), total, hiding)
     return {
         "id": sub.id,
         "problem": facts.slug,

@@ -12,7 +12,7 @@ from collections.abc import Hashable
 from markupsafe import Markup
 from sqlalchemy.orm import Session
 
-from api import problems, readcache, submissions
+from api import hidden, problems, readcache
 from api.caller import Caller
 from api.db import board
 from api.db.models import ProblemVersion, User
@@ -96,7 +96,7 @@ def problem_main(db: Session, slug: str, viewer: Viewer) -> tuple[str, Markup]:
         version=version,
         statement=statement,
         user=viewer is not None,
-        hidden=submissions.sees_hidden(viewer, state.revealed),
+        hidden=hidden.sees_hidden(viewer, state.revealed),
     )
     made = (version.name, Markup(main))
     with _lock:
@@ -110,5 +110,5 @@ def _key(db_key: Hashable, state: board.Snapshot, viewer: Viewer) -> tuple:
     """What the page shows: the version (its statement and cases), the weights, a hidden
     case's figures or not. Not the board's counter: it moved with every judging's end,
     and every viewer's page was rendered again (on the hot path's event loop)."""
-    hidden = submissions.sees_hidden(viewer, state.revealed)  # a hidden case's figures
-    return (db_key, state.version_id, state.weights, hidden, viewer is not None)
+    whole = hidden.sees_hidden(viewer, state.revealed)  # a hidden case's figures
+    return (db_key, state.version_id, state.weights, whole, viewer is not None)
