@@ -17,6 +17,7 @@ import numpy as np
 from judge.types.base import Verification
 from judge.types.offset.case import OffsetCase
 from judge.types.offset.plan import OffsetPlan
+from judge.types.sort_keys import by_time_then_kind
 from judge.verdict import Verdict
 
 
@@ -92,7 +93,7 @@ def find_overlap(
     n = len(lower)
     times = np.concatenate([upper, lower])
     is_start = np.repeat(np.array([0, 1], dtype=np.int64), n)
-    events = np.concatenate([~np.arange(n), np.arange(n)])[np.lexsort((is_start, times))]
+    events = np.concatenate([~np.arange(n), np.arange(n)])[by_time_then_kind(times, is_start)]
     starts, ends = start.tolist(), end.tolist()
     live: list[int] = []  # start addresses of live buffers, sorted; disjoint so unique
     owner: dict[int, int] = {}  # start address -> buffer
