@@ -8,6 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from judge.types.offload.occupants import SEVERAL, previous
+from judge.types.offset.verifier import _disjoint, find_overlap
 
 NOBODY = 10**6
 takes = st.lists(
@@ -52,3 +53,25 @@ def test_wide_takes_over_many_pieces_give_the_same_answer():
     rows += [(a, n, 5 + k) for k, (a, n) in enumerate(zip(starts, lengths, strict=True))]
     rows += [(b, 1, 900 + b) for b in range(0, 400, 3)]
     assert run(rows) == model(rows)
+
+
+rects = st.lists(
+    st.tuples(st.integers(0, 30), st.integers(1, 8), st.integers(0, 40), st.integers(1, 10)),
+    max_size=25,
+)  # (lower, duration, start, size)
+
+
+@settings(max_examples=400, deadline=None)
+@given(rects)
+def test_the_sweeps_numpy_proof_of_disjointness_matches_all_pairs(rows):
+    """judge.types.offset.verifier._disjoint (find_overlap's shortcut) against all pairs."""
+    table = np.array(rows, np.int64).reshape(-1, 4)
+    lower, start = table[:, 0], table[:, 2]
+    upper, end = lower + table[:, 1], start + table[:, 3]
+    clash = any(
+        max(lower[i], lower[j]) < min(upper[i], upper[j])
+        and max(start[i], start[j]) < min(end[i], end[j])
+        for i in range(len(rows)) for j in range(i)
+    )  # fmt: skip
+    assert _disjoint(lower, upper, start, end) == (not clash)
+    assert (find_overlap(lower, upper, start, end) is None) == (not clash)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from judge.types.offload.byte_owners import ByteOwners
-from judge.types.sort_keys import stable_order
+from judge.types.offset.sort_keys import byte_pieces, stable_order
 
 SEVERAL = -1  # previous(...)[k] when take k found more than one earlier occupant
 
@@ -25,17 +25,11 @@ def previous(
     when the pieces covered add up to more than a few per take, ByteOwners answers
     (O(log n) per take) instead."""
     k = len(start)
-    ends = np.concatenate([start, end])
-    order = stable_order(ends)
-    rank = np.empty(2 * k, np.int64)  # of each end among the distinct ends
-    rank[order] = np.cumsum(np.append(True, ends[order][1:] != ends[order][:-1])) - 1
-    first = rank[:k]
-    count = rank[k:] - first
-    total = int(count.sum())
-    if total > 4 * k + 1024:
+    pairs = byte_pieces(start, end)
+    if pairs is None:
         return _by_owners(start, end, owner, none)
-    take = np.repeat(np.arange(k), count)  # (take, piece) pairs in take, then byte order
-    piece = first[take] + np.arange(total) - (np.cumsum(count) - count)[take]
+    take, piece = pairs  # in take, then byte order
+    total = len(take)
     order = stable_order(piece)  # by piece, then take
     by_piece, by_take = piece[order], take[order]
     again = np.flatnonzero(by_piece[1:] == by_piece[:-1]) + 1

@@ -116,11 +116,13 @@ def source_residencies(case: OffloadCase, plan: OffloadPlan, lay: Layout) -> dic
     if plan.mode is None or not (plan.mode == RECOMPUTED).any():
         return found
     recomputed = np.flatnonzero(plan.mode == RECOMPUTED)
+    rows, tensors = recomputed.tolist(), plan.tensor[recomputed].tolist()
+    found = {r: [] for r in rows}
+    if not any(case.sources[t] for t in tensors):
+        return found
     row_start = np.searchsorted(plan.tensor, np.arange(len(case) + 1)).tolist()
     full_lower, upper = lay.full_lower.tolist(), lay.upper.tolist()
-    for r, x, t in zip(recomputed.tolist(), lay.at[recomputed].tolist(),
-                       plan.tensor[recomputed].tolist(), strict=True):  # fmt: skip
-        found[r] = []
+    for r, x, t in zip(rows, lay.at[recomputed].tolist(), tensors, strict=True):
         for j in case.sources[t]:
             lo, hi = row_start[j], row_start[j + 1]
             q = bisect.bisect_right(full_lower, 2 * x - 1, lo, hi) - 1

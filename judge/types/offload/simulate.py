@@ -29,8 +29,8 @@ from judge.types.offload.plan import (
     OffloadPlan,
 )  # fmt: skip
 from judge.types.offload.rules import source_residencies
-from judge.types.offload.timing import Cause, Timing, say
-from judge.types.sort_keys import stable_order
+from judge.types.offload.timing import Cause, Interval, Timing, say
+from judge.types.offset.sort_keys import stable_order
 
 # The phases of one step, in the order they happen (README.md, "Timing")
 WORK, PRODUCE, FETCH, FREE, COPY_OUT, ENCODE, COPY_IN = range(7)
@@ -176,7 +176,7 @@ def simulate(case: OffloadCase, plan: OffloadPlan, lay: Layout | None = None) ->
     rows, key, bounds = _events(case, plan, lay, mode)
     holders = _holders(case, plan, lay, mode, rows, key)
     columns = _columns(case, plan, lay, mode, holders)
-    paused = gc.isenabled()  # the loop makes tens of thousands of tuples, none cyclic:
+    paused = gc.isenabled()  # the loop makes a tuple per stall cause, none cyclic:
     gc.disable()  # collections on the way would only walk the lists it is filling
     try:
         timing = _run(columns, rows.tolist(), bounds)
@@ -206,9 +206,8 @@ def _run(c: _Columns, flat: list[int], bounds: list[int]) -> Timing:
     work_cost, encode_cost, dur, sources = c.work, c.encode, c.durations, c.sources
     n, m = len(held), len(dur)
     release, in_end, out_end = [0] * (n + 1), [0] * n, [0] * (n + 1)  # [n]: nobody's
-    copies: list[tuple[str, int, int, int]] = []
-    work: list[tuple[str, int, int, int]] = []
-    add_copy, add_work = copies.append, work.append
+    # when each leg and work item of a residency begins (its end: begin + duration)
+    h2d_at, d2h_at, read_at, write_at, work_at, encode_at = ([0] * n for _ in range(6))
     step_start, step_end, stall = [0] * m, [0] * m, [0] * m
     causes: list[Cause | None] = [None] * m
     free = d2h = h2d = nr = nw = 0  # when the compute stream and each engine are free
@@ -233,7 +232,7 @@ def _run(c: _Columns, flat: list[int], bounds: list[int]) -> Timing:
                     waited += ready - free
                     free = ready
                     cause = ("recompute source", r, why) if why >= 0 else ("recompute bytes", r, q)
-                add_work(("recompute", r, free, free + work_cost[r]))
+                work_at[r] = free
             else:  # a decode: the rest of its bytes, its copy-in
                 q = held_decode[r]
                 ready, q = (release[q], q) if q >= 0 else _latest(several[2 * r + 1], release)
@@ -243,7 +242,7 @@ def _run(c: _Columns, flat: list[int], bounds: list[int]) -> Timing:
                     waited += ready - free
                     free = ready
                     cause = ("decode in", r, -1) if q == -2 else ("decode bytes", r, q)
-                add_work(("decode", r, free, free + work_cost[r]))
+                work_at[r] = free
             free += work_cost[r]
         start = free
         for r in flat[b1:b2]:  # produced in the step: their bytes
@@ -260,27 +259,24 @@ def _run(c: _Columns, flat: list[int], bounds: list[int]) -> Timing:
         for r in flat[b3:b4]:  # dropped, or ends nowhere: free when the step ends
             release[r] = done
         for r in flat[b4:b5]:  # copied out (to the host, or on to NVMe)
-            begin = done if done > d2h else d2h
+            d2h_at[r] = begin = done if done > d2h else d2h
             d2h = release[r] = out_end[r] = begin + t_out[r]
-            add_copy(("d2h", r, begin, d2h))
             if t_write[r]:
-                begin = d2h if d2h > nw else nw
+                write_at[r] = begin = d2h if d2h > nw else nw
                 nw = out_end[r] = begin + t_write[r]
-                add_copy(("nvme_write", r, begin, nw))
         for r in flat[b5:b6]:  # encoded, then copied out compressed
-            begin, free = free, free + encode_cost[r]
-            add_work(("encode", r, begin, free))
-            begin = free if free > d2h else d2h
+            encode_at[r] = free
+            free += encode_cost[r]
+            d2h_at[r] = begin = free if free > d2h else d2h
             d2h = release[r] = out_end[r] = begin + t_out[r]
-            add_copy(("d2h", r, begin, d2h))
         for r in flat[b6:b7]:  # copy-ins named "after step s" (issued when it ends)
             wrote = out_end[reads[r]]
             if t_read[r]:
                 begin = done if done > nr else nr
                 if wrote > begin:
                     begin = wrote
+                read_at[r] = begin
                 nr = wrote = begin + t_read[r]
-                add_copy(("nvme_read", r, begin, wrote))
             q = held[r]
             begin = release[q] if q >= 0 else _latest(several[2 * r], release)[0]
             if done > begin:
@@ -289,11 +285,33 @@ def _run(c: _Columns, flat: list[int], bounds: list[int]) -> Timing:
                 begin = h2d
             if wrote > begin:
                 begin = wrote
+            h2d_at[r] = begin
             h2d = in_end[r] = begin + t_in[r]
-            add_copy(("h2d", r, begin, h2d))
     end = max(free, d2h, h2d, nr, nw)  # each engine's last copy ends last
-    timing = Timing(c.unit, step_start[1:], step_end[1:], [], copies, work, stall[1:], end)
-    timing.causes = causes[1:]
+
+    def lists() -> tuple[list[Interval], list[Interval]]:
+        """(copies, work) in the order the loop met them."""
+        copies: list[Interval] = []
+        work: list[Interval] = []
+        for _, b0, b1, _, _, b4, b5, b6, b7 in zip(range(m), *phases, strict=False):
+            for r in flat[b0:b1]:
+                kind = "recompute" if r in sources else "decode"
+                work.append((kind, r, work_at[r], work_at[r] + work_cost[r]))
+            for r in flat[b4:b5]:
+                copies.append(("d2h", r, d2h_at[r], d2h_at[r] + t_out[r]))
+                if t_write[r]:
+                    copies.append(("nvme_write", r, write_at[r], write_at[r] + t_write[r]))
+            for r in flat[b5:b6]:
+                work.append(("encode", r, encode_at[r], encode_at[r] + encode_cost[r]))
+                copies.append(("d2h", r, d2h_at[r], d2h_at[r] + t_out[r]))
+            for r in flat[b6:b7]:
+                if t_read[r]:
+                    copies.append(("nvme_read", r, read_at[r], read_at[r] + t_read[r]))
+                copies.append(("h2d", r, h2d_at[r], in_end[r]))
+        return copies, work
+
+    timing = Timing(c.unit, step_start[1:], step_end[1:], [], stall[1:], end, causes[1:])
+    timing.make_lists = lists
     return timing
 
 
