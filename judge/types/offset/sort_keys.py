@@ -10,6 +10,8 @@ def stable_order(key: np.ndarray) -> np.ndarray:
     range allows: a comparison sort of int64 keys is several times slower."""
     if not len(key):
         return np.zeros(0, np.intp)
+    if key.dtype.kind not in "iu":
+        return np.argsort(key, kind="stable")
     low = int(key.min())
     span = int(key.max()) - low
     if span >= 2**32:
@@ -23,7 +25,8 @@ def stable_order(key: np.ndarray) -> np.ndarray:
 
 def by_time_then_kind(times: np.ndarray, kind: np.ndarray) -> np.ndarray:
     """np.lexsort((kind, times)) for kind in {0, 1}."""
-    if len(times) and int(times.min()) > -(2**61) and int(times.max()) < 2**61:
+    exact = times.dtype.kind == "i" and len(times)  # 2 * times + kind must not wrap
+    if exact and int(times.min()) > -(2**61) and int(times.max()) < 2**61:
         return stable_order(2 * times + kind)
     return np.lexsort((kind, times))
 
@@ -36,6 +39,12 @@ def byte_pieces(
     pieces in byte order; pieces are numbered in byte order. None when the pieces of
     all ranges add up to more than 4 a range (+ 1024): the caller's sweep is then
     cheaper."""
+    if start.dtype.kind not in "iu" or end.dtype.kind not in "iu":
+        return None
+    if start.dtype != end.dtype:  # int64 and uint64 would meet as float64: not exact
+        if max(int(start.max(initial=0)), int(end.max(initial=0))) >= 2**63:
+            return None
+        start, end = start.astype(np.int64), end.astype(np.int64)
     n = len(start)
     ends = np.concatenate([start, end])
     by_end = stable_order(ends)
