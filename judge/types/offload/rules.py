@@ -113,15 +113,17 @@ def source_residencies(case: OffloadCase, plan: OffloadPlan, lay: Layout) -> dic
     """For each recomputed residency, the residencies of its sources it reads; RuleError
     when a source is not fully held both just before and during the step it runs before."""
     found: dict[int, list[int]] = {}
-    recomputed = np.flatnonzero(plan.mode == RECOMPUTED) if plan.mode is not None else []
-    if not len(recomputed):
+    if plan.mode is None or not (plan.mode == RECOMPUTED).any():
+        return found
+    recomputed = np.flatnonzero(plan.mode == RECOMPUTED)
+    rows, tensors = recomputed.tolist(), plan.tensor[recomputed].tolist()
+    found = {r: [] for r in rows}
+    if not any(case.sources[t] for t in tensors):
         return found
     row_start = np.searchsorted(plan.tensor, np.arange(len(case) + 1)).tolist()
     full_lower, upper = lay.full_lower.tolist(), lay.upper.tolist()
-    for r in np.asarray(recomputed).tolist():
-        x = int(lay.at[r])
-        found[r] = []
-        for j in case.sources[int(plan.tensor[r])]:
+    for r, x, t in zip(rows, lay.at[recomputed].tolist(), tensors, strict=True):
+        for j in case.sources[t]:
             lo, hi = row_start[j], row_start[j + 1]
             q = bisect.bisect_right(full_lower, 2 * x - 1, lo, hi) - 1
             if q < lo or upper[q] <= 2 * x:
@@ -148,7 +150,9 @@ def _host_overflow(case: OffloadCase, lay: Layout) -> str:
         return ""
     w = lay.host_windows
     points = np.concatenate([w[:, 0], w[:, 1] + 1])
-    delta = np.concatenate([w[:, 2], -w[:, 2]]).astype(object)
+    delta = np.concatenate([w[:, 2], -w[:, 2]])
+    if int(w[:, 2].max()) * len(w) >= 2**62:  # int64 sums could wrap: exact ints
+        delta = delta.astype(object)
     order = np.argsort(points, kind="stable")
     at, first = np.unique(points[order], return_index=True)
     held = np.cumsum(np.add.reduceat(delta[order], first))

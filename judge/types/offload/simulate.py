@@ -2,14 +2,15 @@
 pass over the compute stream in order, O(n log n) in residencies, integer times in
 units of 1/unit µs (unit = lcm of the bandwidths: every transfer time is an integer).
 
-Speed (benchmarks/offload_v2_speed.py): every per-residency quantity is a Python list
-made once; the events of all steps are sorted once into one list, with the bounds of
-each (step, phase) run; a step without events costs one comparison."""
+Speed (benchmarks/offload_v2_speed.py): the events of all steps are sorted once into
+one list, with the bounds of each (step, phase) run; who held the bytes each event
+takes is known before the loop (occupants.py: the order of takes is fixed); every
+per-residency quantity is a Python list made once; the loop is one function."""
 
 from __future__ import annotations
 
+import gc
 import math
-from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -17,6 +18,7 @@ import numpy as np
 from judge.types.offload.byte_owners import ByteOwners
 from judge.types.offload.case import DEVICE, OffloadCase
 from judge.types.offload.layout import FINAL_OUT, Layout, lay_out
+from judge.types.offload.occupants import previous
 from judge.types.offload.plan import (
     COPIED,
     OUT_COMPRESSED,
@@ -27,220 +29,289 @@ from judge.types.offload.plan import (
     OffloadPlan,
 )  # fmt: skip
 from judge.types.offload.rules import source_residencies
-from judge.types.offload.timing import Cause, Timing, say
+from judge.types.offload.timing import Cause, Interval, Timing, say
+from judge.types.offset.sort_keys import stable_order
 
-NEVER = -1  # the release of a residency kept to the end
 # The phases of one step, in the order they happen (README.md, "Timing")
 WORK, PRODUCE, FETCH, FREE, COPY_OUT, ENCODE, COPY_IN = range(7)
 PHASES = 7
 
 
-def _durations(nbytes: np.ndarray, unit: int, bandwidth: int, latency: int) -> list[int]:
+def _durations(
+    nbytes: np.ndarray, unit: int, bandwidth: int, latency: int, mask: np.ndarray | None = None
+) -> list[int]:
     """latency + bytes / bandwidth in units of 1/unit µs, exact (Python ints when int64
-    could wrap)."""
+    could wrap); 0 where mask is False."""
     scale, fixed = unit // bandwidth, latency * unit
     if int(nbytes.max(initial=0)) * scale + fixed < 2**62:
-        return (nbytes * scale + fixed).tolist()
-    return [b * scale + fixed for b in nbytes.tolist()]
+        out = nbytes * scale + fixed
+        return (out if mask is None else np.where(mask, out, 0)).tolist()
+    keep = [True] * len(nbytes) if mask is None else mask.tolist()
+    return [b * scale + fixed if k else 0 for b, k in zip(nbytes.tolist(), keep, strict=True)]
 
 
 def _events(
     case: OffloadCase, plan: OffloadPlan, lay: Layout, mode: np.ndarray
-) -> tuple[list[int], list[int]]:
-    """(every residency event in the order it is handled, bounds): the events of phase
-    f at step s are flat[bounds[7(s+1) + f] : bounds[7(s+1) + f + 1]] (s = -1: copy-ins
-    before step 0); within one, decreasing priority, then plan order (copies) or plan
-    order (the rest)."""
-    rows, out = np.arange(len(plan)), lay.out
+) -> tuple[np.ndarray, np.ndarray, list[int]]:
+    """(every residency event in the order it is handled, its key 7(s+1) + f, bounds):
+    the events of phase f at step s are flat[bounds[7(s+1) + f] : bounds[7(s+1) + f + 1]]
+    (s = -1: copy-ins before step 0); within one, decreasing priority, then plan order
+    (copies) or plan order (the rest)."""
+    out = lay.out
+    kept = lay.final & (case.end_tier()[plan.tensor] == DEVICE)  # never released
     prio = plan.priority if plan.priority is not None else np.zeros(len(plan), np.int64)
     copied_out = (out >= 0) & (out != OUT_DROP) & (out != OUT_COMPRESSED)
     kinds = [  # (step, which rows, ordered by priority) per phase
         (lay.at, (mode == RECOMPUTED) | lay.compressed_in, False),
         (lay.first, mode == PRODUCED, False),
         (lay.first, (mode == COPIED) & ~lay.compressed_in, False),
-        (lay.last, (out == OUT_DROP) | ((out < 0) & lay.final), False),
+        (lay.last, (out == OUT_DROP) | ((out < 0) & lay.final & ~kept), False),
         (lay.last, copied_out, True),
         (lay.last, out == OUT_COMPRESSED, False),
         (plan.prefetch, mode == COPIED, True),
     ]
-    keys, ranks, who = [], [], []
+    keys, who = [], []
     for phase, (step, mask, by_priority) in enumerate(kinds):
-        r = rows[mask]  # in plan order, which the stable sorts below keep among equals
+        r = np.flatnonzero(mask)  # plan order, which the stable sorts below keep among equals
+        if by_priority and len(r):
+            r = r[stable_order(-prio[r])]
         keys.append((step[r] + 1) * PHASES + phase)
-        ranks.append(-prio[r] if by_priority else np.zeros(len(r), np.int64))
         who.append(r)
-    key, rank, row = np.concatenate(keys), np.concatenate(ranks), np.concatenate(who)
-    order = np.lexsort((rank, key)) if rank.any() else np.argsort(key, kind="stable")
-    bounds = np.searchsorted(key[order], np.arange(PHASES * (len(case.steps) + 1) + 1))
-    return row[order].tolist(), bounds.tolist()
+    key, row = np.concatenate(keys), np.concatenate(who)
+    size = PHASES * (len(case.steps) + 1)
+    if len(key) and int(key.min()) < 0:  # no such event in a valid plan; left out as before
+        key, row = key[key >= 0], row[key >= 0]
+    bounds = np.concatenate([[0], np.cumsum(np.bincount(key, minlength=size))])
+    order = stable_order(key)
+    return row[order], key[order], bounds.tolist()
 
 
 @dataclass
-class _Engines:
-    """The copy engines and device bytes (closures over per-residency lists: the hot
-    path of the simulation, so no attribute lookups in it)."""
+class _Columns:
+    """Per-residency Python lists (exact ints) that the event loop reads; durations and
+    costs already in units of 1/unit µs."""
 
     unit: int
-    copy_in: Callable[[int, int], None]  # (residency, issue time)
-    copy_out: Callable[[int, int, bool], None]  # (residency, issue time, compressed)
-    take: Callable[[int], tuple[int, int]]  # produce r: (its bytes free, last occupant)
-    decode_ready: Callable[[int], tuple[int, Cause]]
-    recompute_ready: Callable[[int, list[int]], tuple[int, Cause]]  # (r, its sources)
-    busy_until: Callable[[], int]  # when the last copy ends
-    copies: list[tuple[str, int, int, int]]
-    in_end: list[int]  # copy-in end (h2d leg)
-    release: list[int]  # when its bytes are free (NEVER: kept)
+    held: list[int]  # who last held the bytes it takes when it comes in (n: nobody;
+    held_decode: list[int]  # SEVERAL: see several); its decode's (the first bytes)
+    several: dict[int, list[int]]  # -> (residency, 0 in or 1 decode): those, byte order
+    t_in: list[int]  # h2d leg
+    t_out: list[int]  # d2h leg (of the compressed bytes when parked compressed)
+    t_read: list[int]  # NVMe read leg; 0: not copied in from NVMe
+    t_write: list[int]  # NVMe write leg; 0: not parked on NVMe
+    reads: list[int]  # whose copy-out made what its copy-in reads; n: none
+    work: list[int]  # its decode or recompute
+    encode: list[int]
+    durations: list[int]  # 0 (the moment before step 0), then each step
+    sources: dict[int, list[int]]  # recomputed residency -> the source residencies it reads
 
 
-def _engines(case: OffloadCase, plan: OffloadPlan, lay: Layout) -> _Engines:
-    nv = case.nvme
+def _scaled(values: np.ndarray, unit: int) -> list[int]:
+    """values * unit, exact (Python ints when int64 could wrap)."""
+    if int(values.max(initial=0)) * unit < 2**62:
+        return (values * unit).tolist()
+    return [v * unit for v in values.tolist()]
+
+
+def _holders(
+    case: OffloadCase, plan: OffloadPlan, lay: Layout, mode: np.ndarray, rows: np.ndarray,
+    key: np.ndarray,
+) -> tuple[list[int], list[int], dict[int, list[int]]]:  # fmt: skip
+    """The bytes each event takes, in the order the timing handles them (a produced,
+    copied-in or recomputed residency: all its bytes, or the last compressed-size ones
+    when copied in compressed; a decode: the rest), and who held them before."""
+    n, phase = len(plan), key % PHASES
+    size = case.size[plan.tensor][rows]
+    lo = plan.offset[rows]
+    hi = lo + size
+    csize = case.csize[plan.tensor][rows] if case.csize is not None else size
+    work = phase == WORK
+    decode = work & (mode[rows] != RECOMPUTED)
+    comes_in = (phase == PRODUCE) | (phase == COPY_IN) | (work & ~decode)
+    head = decode & (csize < size)  # a decode of all the bytes takes none
+    squeezed = (phase == COPY_IN) & lay.compressed_in[rows]
+    takes = np.flatnonzero(comes_in | head)
+    start = np.where(squeezed, hi - csize, lo)[takes]
+    end = np.where(head, hi - csize, hi)[takes]
+    found, several = previous(start, end, rows[takes], n)
+    held, held_decode = np.full(n, n, np.int64), np.full(n, n, np.int64)
+    is_in = comes_in[takes]
+    held[rows[takes[is_in]]] = found[is_in]
+    held_decode[rows[takes[~is_in]]] = found[~is_in]
+    by_row = {2 * int(rows[takes[k]]) + int(not is_in[k]): qs for k, qs in several.items()}
+    return held.tolist(), held_decode.tolist(), by_row
+
+
+def _columns(case: OffloadCase, plan: OffloadPlan, lay: Layout, mode: np.ndarray,
+             holders: tuple[list[int], list[int], dict[int, list[int]]]) -> _Columns:  # fmt: skip
+    nv, n = case.nvme, len(plan)
     unit = math.lcm(*([case.h2d, case.d2h] + ([nv.read_bw, nv.write_bw] if nv else [])))
     size = case.size[plan.tensor]
     csize = (case.csize if case.csize is not None else case.size)[plan.tensor]
-    t_in = _durations(np.where(lay.compressed_in, csize, size), unit, case.h2d, case.h2d_latency)
-    t_out = _durations(size, unit, case.d2h, case.d2h_latency)
-    t_out_small = _durations(csize, unit, case.d2h, case.d2h_latency)
-    t_read = _durations(size, unit, nv.read_bw, nv.read_latency) if nv else []
-    t_write = _durations(size, unit, nv.write_bw, nv.write_latency) if nv else []
-    end = plan.offset + size
-    lo, hi = plan.offset.tolist(), end.tolist()
-    in_lo = np.where(lay.compressed_in, end - csize, plan.offset).tolist()
-    decode_hi = (end - csize).tolist()  # a decode takes [lo, decode_hi)
-    parks_on_nvme = (lay.out == OUT_NVME).tolist()
-    reads, from_nvme = lay.reads.tolist(), lay.from_nvme.tolist()
-    n = len(plan)
-    release, in_end = [0] * n, [0] * n
-    out_end = [0] * n  # end of the copy-out that wrote the off-device copy
-    ready = ByteOwners().ready
-    copies: list[tuple[str, int, int, int]] = []
-    d2h = h2d = nr = nw = 0  # when each engine is free
-
-    def copy_out(r: int, issue: int, small: bool) -> None:
-        nonlocal d2h, nw
-        begin = issue if issue > d2h else d2h
-        d2h = done = begin + (t_out_small[r] if small else t_out[r])
-        copies.append(("d2h", r, begin, done))
-        release[r] = out_end[r] = done
-        if parks_on_nvme[r]:
-            begin = done if done > nw else nw
-            nw = out_end[r] = begin + t_write[r]
-            copies.append(("nvme_write", r, begin, nw))
-
-    def copy_in(r: int, issue: int) -> None:
-        nonlocal h2d, nr
-        q = reads[r]
-        wrote = out_end[q] if q >= 0 else 0
-        if from_nvme[r]:
-            begin = max(issue, nr, wrote)
-            nr = wrote = begin + t_read[r]
-            copies.append(("nvme_read", r, begin, wrote))
-        begin = ready(in_lo[r], hi[r], r, release)[0]
-        if issue > begin:
-            begin = issue
-        if h2d > begin:
-            begin = h2d
-        if wrote > begin:
-            begin = wrote
-        h2d = in_end[r] = begin + t_in[r]
-        copies.append(("h2d", r, begin, h2d))
-
-    def take(r: int) -> tuple[int, int]:
-        return ready(lo[r], hi[r], r, release)
-
-    def decode_ready(r: int) -> tuple[int, Cause]:
-        """When a decode may start (the rest of its bytes free, its copy-in done), and why."""
-        a, z = lo[r], decode_hi[r]
-        free, q = ready(a, z, r, release) if z > a else (0, -1)
-        if in_end[r] > free:
-            return in_end[r], ("decode in", r, -1)
-        return free, ("decode bytes", r, q)
-
-    def recompute_ready(r: int, sources: list[int]) -> tuple[int, Cause]:
-        """When a recompute may start (its bytes free, its sources' copy-ins done), and why."""
-        free, q = ready(lo[r], hi[r], r, release)
-        why = ("recompute bytes", r, q)
-        for j in sources:
-            if in_end[j] > free:
-                free, why = in_end[j], ("recompute source", r, j)
-        return free, why
-
-    def busy_until() -> int:
-        return max(d2h, h2d, nr, nw)  # each engine's last copy ends last
-
-    return _Engines(unit, copy_in, copy_out, take, decode_ready, recompute_ready, busy_until,
-                    copies, in_end, release)  # fmt: skip
+    small_out = lay.out == OUT_COMPRESSED
+    parked = lay.out == OUT_NVME
+    t_read = _durations(size, unit, nv.read_bw, nv.read_latency, lay.from_nvme) if nv else [0] * n
+    t_write = _durations(size, unit, nv.write_bw, nv.write_latency, parked) if nv else [0] * n
+    zero = np.zeros(len(case), np.int64)
+    rcost, dcost, ecost = (
+        a if a is not None else zero for a in (case.recompute_cost, case.decode, case.encode)
+    )
+    work = np.where(mode == RECOMPUTED, rcost[plan.tensor], dcost[plan.tensor])
+    return _Columns(
+        unit, *holders,
+        _durations(np.where(lay.compressed_in, csize, size), unit, case.h2d, case.h2d_latency),
+        _durations(np.where(small_out, csize, size), unit, case.d2h, case.d2h_latency),
+        t_read, t_write,
+        np.where(lay.reads >= 0, lay.reads, n).tolist(),
+        _scaled(work, unit), _scaled(ecost[plan.tensor], unit),
+        [0, *_scaled(case.steps, unit)],
+        lay.memo.get("sources") or source_residencies(case, plan, lay),
+    )  # fmt: skip
 
 
 def simulate(case: OffloadCase, plan: OffloadPlan, lay: Layout | None = None) -> Timing:
     """The discrete-event timing of a statically valid plan (README.md, "Timing")."""
     lay = lay if lay is not None else lay_out(case, plan)
-    e = _engines(case, plan, lay)
-    unit, copy_in, copy_out, take, in_end, release = (
-        e.unit, e.copy_in, e.copy_out, e.take, e.in_end, e.release
-    )  # fmt: skip
     mode = plan.mode if plan.mode is not None else np.where(plan.index == 0, PRODUCED, COPIED)
-    flat, bounds = _events(case, plan, lay, mode)
-    kept = (lay.final & (case.end_tier()[plan.tensor] == DEVICE)).tolist()
-    sources = lay.memo.get("sources") or source_residencies(case, plan, lay)
-    tensor, steps, mode_l = plan.tensor.tolist(), case.steps.tolist(), mode.tolist()
-    rcost = case.recompute_cost.tolist() if case.recompute_cost is not None else []
-    dcost = case.decode.tolist() if case.decode is not None else []
-    ecost = case.encode.tolist() if case.encode is not None else []
-    step_start, step_end, stall, work = [], [], [], []
-    causes: list[Cause | None] = []
-    for r in flat[bounds[COPY_IN] : bounds[PHASES]]:
-        copy_in(r, 0)
-    free = 0  # when the compute stream is free
-    for s in range(len(steps)):
-        k = PHASES * (s + 1)
-        if bounds[k] == bounds[k + PHASES]:  # nothing but the step itself
-            step_start.append(free)
-            free += steps[s] * unit
-            step_end.append(free)
-            causes.append(None)
-            stall.append(0)
+    rows, key, bounds = _events(case, plan, lay, mode)
+    holders = _holders(case, plan, lay, mode, rows, key)
+    columns = _columns(case, plan, lay, mode, holders)
+    paused = gc.isenabled()  # the loop makes a tuple per stall cause, none cyclic:
+    gc.disable()  # collections on the way would only walk the lists it is filling
+    try:
+        timing = _run(columns, rows.tolist(), bounds)
+    finally:
+        if paused:
+            gc.enable()
+    timing.named = (case, plan)
+    return timing
+
+
+def _latest(holders: list[int], release: list[int]) -> tuple[int, int]:
+    """(the latest release among holders, which one): (0, -1) when none after 0; the
+    first wins ties."""
+    best, who = 0, -1
+    for q in holders:
+        if release[q] > best:
+            best, who = release[q], q
+    return best, who
+
+
+def _run(c: _Columns, flat: list[int], bounds: list[int]) -> Timing:
+    """The event loop: one function with every list a local, because it is the hot path.
+    j = s + 1: the moment before step 0 (j = 0) is a step of 0 µs with only copy-ins.
+    A release of 0 or less never delays anything (nothing starts before 0)."""
+    held, held_decode, several = c.held, c.held_decode, c.several
+    t_in, t_out, t_read, t_write, reads = c.t_in, c.t_out, c.t_read, c.t_write, c.reads
+    work_cost, encode_cost, dur, sources = c.work, c.encode, c.durations, c.sources
+    n, m = len(held), len(dur)
+    release, in_end, out_end = [0] * (n + 1), [0] * n, [0] * (n + 1)  # [n]: nobody's
+    # when each leg and work item of a residency begins (its end: begin + duration)
+    h2d_at, d2h_at, read_at, write_at, work_at, encode_at = ([0] * n for _ in range(6))
+    step_start, step_end, stall = [0] * m, [0] * m, [0] * m
+    causes: list[Cause | None] = [None] * m
+    free = d2h = h2d = nr = nw = 0  # when the compute stream and each engine are free
+    phases = [bounds[f::PHASES] for f in range(PHASES + 1)]  # zip: no slice per step
+    for j, b0, b1, b2, b3, b4, b5, b6, b7 in zip(range(m), *phases, strict=False):
+        if b0 == b7:  # nothing but the step itself
+            step_start[j] = free
+            free += dur[j]
+            step_end[j] = free
             continue
-        b0, b1, b2, b3, b4, b5, b6, b7 = bounds[k : k + PHASES + 1]
         waited, cause = 0, None
-        for r in flat[b0:b1]:  # decodes and recomputes run just before step s
-            if mode_l[r] == RECOMPUTED:
-                kind, cost = "recompute", rcost[tensor[r]]
-                ready, why = e.recompute_ready(r, sources.get(r, []))
-            else:
-                kind, cost = "decode", dcost[tensor[r]]
-                ready, why = e.decode_ready(r)
-            begin = ready if ready > free else free
-            if begin > free:
-                waited, cause = waited + begin - free, why
-            free = begin + cost * unit
-            work.append((kind, r, begin, free))
+        for r in flat[b0:b1]:  # decodes and recomputes run just before the step
+            src = sources.get(r)
+            if src is not None:  # a recompute: its bytes, its sources' copy-ins
+                q = held[r]
+                ready, q = (release[q], q) if q >= 0 else _latest(several[2 * r], release)
+                why = -1
+                for x in src:
+                    if in_end[x] > ready:
+                        ready, why = in_end[x], x
+                if ready > free:
+                    waited += ready - free
+                    free = ready
+                    cause = ("recompute source", r, why) if why >= 0 else ("recompute bytes", r, q)
+                work_at[r] = free
+            else:  # a decode: the rest of its bytes, its copy-in
+                q = held_decode[r]
+                ready, q = (release[q], q) if q >= 0 else _latest(several[2 * r + 1], release)
+                if in_end[r] > ready:
+                    ready, q = in_end[r], -2
+                if ready > free:
+                    waited += ready - free
+                    free = ready
+                    cause = ("decode in", r, -1) if q == -2 else ("decode bytes", r, q)
+                work_at[r] = free
+            free += work_cost[r]
         start = free
-        for r in flat[b1:b2]:
-            ready, q = take(r)
+        for r in flat[b1:b2]:  # produced in the step: their bytes
+            q = held[r]
+            ready, q = (release[q], q) if q >= 0 else _latest(several[2 * r], release)
             if ready > start:
                 start, cause = ready, ("bytes", r, q)
-        for r in flat[b2:b3]:
+        for r in flat[b2:b3]:  # fetched for the step: their copy-ins
             if in_end[r] > start:
                 start, cause = in_end[r], ("in", r, -1)
         waited += start - free
-        free = done = start + steps[s] * unit
-        step_start.append(start)
-        step_end.append(done)
-        causes.append(cause)
-        stall.append(waited)
-        for r in flat[b3:b4]:
-            release[r] = NEVER if kept[r] else done
-        for r in flat[b4:b5]:
-            copy_out(r, done, False)
-        for r in flat[b5:b6]:
-            begin, free = free, free + ecost[tensor[r]] * unit
-            work.append(("encode", r, begin, free))
-            copy_out(r, free, True)
+        free = done = start + dur[j]
+        step_start[j], step_end[j], stall[j], causes[j] = start, done, waited, cause
+        for r in flat[b3:b4]:  # dropped, or ends nowhere: free when the step ends
+            release[r] = done
+        for r in flat[b4:b5]:  # copied out (to the host, or on to NVMe)
+            d2h_at[r] = begin = done if done > d2h else d2h
+            d2h = release[r] = out_end[r] = begin + t_out[r]
+            if t_write[r]:
+                write_at[r] = begin = d2h if d2h > nw else nw
+                nw = out_end[r] = begin + t_write[r]
+        for r in flat[b5:b6]:  # encoded, then copied out compressed
+            encode_at[r] = free
+            free += encode_cost[r]
+            d2h_at[r] = begin = free if free > d2h else d2h
+            d2h = release[r] = out_end[r] = begin + t_out[r]
         for r in flat[b6:b7]:  # copy-ins named "after step s" (issued when it ends)
-            copy_in(r, done)
-    end = max(free, e.busy_until())
-    timing = Timing(unit, step_start, step_end, [], e.copies, work, stall, end)
-    timing.causes, timing.named = causes, (case, plan)
+            wrote = out_end[reads[r]]
+            if t_read[r]:
+                begin = done if done > nr else nr
+                if wrote > begin:
+                    begin = wrote
+                read_at[r] = begin
+                nr = wrote = begin + t_read[r]
+            q = held[r]
+            begin = release[q] if q >= 0 else _latest(several[2 * r], release)[0]
+            if done > begin:
+                begin = done
+            if h2d > begin:
+                begin = h2d
+            if wrote > begin:
+                begin = wrote
+            h2d_at[r] = begin
+            h2d = in_end[r] = begin + t_in[r]
+    end = max(free, d2h, h2d, nr, nw)  # each engine's last copy ends last
+
+    def lists() -> tuple[list[Interval], list[Interval]]:
+        """(copies, work) in the order the loop met them."""
+        copies: list[Interval] = []
+        work: list[Interval] = []
+        for _, b0, b1, _, _, b4, b5, b6, b7 in zip(range(m), *phases, strict=False):
+            for r in flat[b0:b1]:
+                kind = "recompute" if r in sources else "decode"
+                work.append((kind, r, work_at[r], work_at[r] + work_cost[r]))
+            for r in flat[b4:b5]:
+                copies.append(("d2h", r, d2h_at[r], d2h_at[r] + t_out[r]))
+                if t_write[r]:
+                    copies.append(("nvme_write", r, write_at[r], write_at[r] + t_write[r]))
+            for r in flat[b5:b6]:
+                work.append(("encode", r, encode_at[r], encode_at[r] + encode_cost[r]))
+                copies.append(("d2h", r, d2h_at[r], d2h_at[r] + t_out[r]))
+            for r in flat[b6:b7]:
+                if t_read[r]:
+                    copies.append(("nvme_read", r, read_at[r], read_at[r] + t_read[r]))
+                copies.append(("h2d", r, h2d_at[r], in_end[r]))
+        return copies, work
+
+    timing = Timing(c.unit, step_start[1:], step_end[1:], [], stall[1:], end, causes[1:])
+    timing.make_lists = lists
     return timing
 
 

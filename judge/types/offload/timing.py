@@ -3,12 +3,14 @@ it, and why steps waited, in the contestant's terms."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from judge.types.offload.case import OffloadCase
 from judge.types.offload.layout import residency_name
 from judge.types.offload.plan import OffloadPlan
 
+Interval = tuple[str, int, int, int]  # (what, residency, start, end)
 Cause = tuple[str, int, int]  # (what, residency, the one it waits for): worded only if shown
 _SAY = {
     "bytes": "{t} waits for the bytes of {q}",
@@ -39,14 +41,34 @@ class Timing:
     step_start: list[int]
     step_end: list[int]
     stall_cause: list[str]  # why each step waited, when given in words; else see cause()
-    # (engine "d2h" | "h2d" | "nvme_read" | "nvme_write", residency, start, end)
-    copies: list[tuple[str, int, int, int]] = field(default_factory=list)
-    # (kind "encode" | "decode" | "recompute", residency, start, end) on the compute stream
-    work: list[tuple[str, int, int, int]] = field(default_factory=list)
     stall: list[int] = field(default_factory=list)  # waiting before each step, in units
     end: int = 0  # when the last step or copy ends
     causes: list[Cause | None] = field(default_factory=list, repr=False)
     named: tuple[OffloadCase, OffloadPlan] | None = field(default=None, repr=False)
+    # makes (copies, work) when first asked: a verdict needs neither
+    make_lists: Callable[[], tuple[list[Interval], list[Interval]]] | None = field(
+        default=None, repr=False
+    )
+    _made: tuple[list[Interval], list[Interval]] | None = field(
+        default=None, init=False, repr=False
+    )
+
+    @property
+    def copies(self) -> list[Interval]:
+        """(engine "d2h" | "h2d" | "nvme_read" | "nvme_write", residency, start, end)."""
+        return self._lists()[0]
+
+    @property
+    def work(self) -> list[Interval]:
+        """(kind "encode" | "decode" | "recompute", residency, start, end) on the compute
+        stream."""
+        return self._lists()[1]
+
+    def _lists(self) -> tuple[list[Interval], list[Interval]]:
+        if self._made is None:
+            self._made = self.make_lists() if self.make_lists else ([], [])
+            self.make_lists = None  # what made them can go
+        return self._made
 
     def cause(self, s: int) -> str:
         """Why step s (or the work just before it) waited, in words ("" if it did not)."""

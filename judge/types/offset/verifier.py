@@ -17,6 +17,7 @@ import numpy as np
 from judge.types.base import Verification
 from judge.types.offset.case import OffsetCase
 from judge.types.offset.plan import OffsetPlan
+from judge.types.offset.sort_keys import by_time_then_kind, byte_pieces, stable_order
 from judge.verdict import Verdict
 
 
@@ -89,10 +90,12 @@ def find_overlap(
 ) -> tuple[int, int] | None:
     """The first pair (earliest start time) of rectangles [lower, upper) x [start, end)
     that intersect, or None. Sizes must be positive."""
+    if _disjoint(lower, upper, start, end):
+        return None
     n = len(lower)
     times = np.concatenate([upper, lower])
     is_start = np.repeat(np.array([0, 1], dtype=np.int64), n)
-    events = np.concatenate([~np.arange(n), np.arange(n)])[np.lexsort((is_start, times))]
+    events = np.concatenate([~np.arange(n), np.arange(n)])[by_time_then_kind(times, is_start)]
     starts, ends = start.tolist(), end.tolist()
     live: list[int] = []  # start addresses of live buffers, sorted; disjoint so unique
     owner: dict[int, int] = {}  # start address -> buffer
@@ -110,3 +113,23 @@ def find_overlap(
         insort_at(p, s)
         owner[s] = i
     return None
+
+
+def _disjoint(lower: np.ndarray, upper: np.ndarray, start: np.ndarray, end: np.ndarray) -> bool:
+    """True when no two rectangles intersect, shown with numpy alone: cut at the ends of
+    every byte range, the bytes fall into pieces; on each piece, the rectangles over it
+    in order of start time must each end before the next starts. False when one does
+    not, or when the rectangles cover many pieces in all or some lasts no time: the
+    sweep (which also finds the pair) decides."""
+    if not len(lower):
+        return True
+    if (upper <= lower).any():
+        return False
+    pairs = byte_pieces(start, end, stable_order(lower))
+    if pairs is None:
+        return False
+    rect, piece = pairs
+    order = stable_order(piece)  # by piece, then start time
+    rect, piece = rect[order], piece[order]
+    same = piece[1:] == piece[:-1]
+    return not (upper[rect[:-1][same]] > lower[rect[1:][same]]).any()
