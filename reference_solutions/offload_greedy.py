@@ -124,14 +124,20 @@ def entry_gaps(tensors, kinds):
     ]
 
 
-def choose(tensors, gaps, load0, target, entries=(), fill=None):
+def choose(tensors, gaps, load0, target, entries=(), fill=None, rank=None):
     """{(tensor, j): prefetch_after} for the gaps parked so that the load stays <= target
     (j = -1: the copy-in before the first use of a tensor that starts off the device);
-    copy-ins move early while the load stays <= fill (default: target)."""
+    copy-ins move early while the load stays <= fill (default: target). Gaps are tried
+    longest idle time first, or in increasing `rank(gap row)` (the strong planner's)."""
     fill = target if fill is None else fill
     load = load0.copy()
     parked = {len(gaps) + e: row[3] - 1 for e, row in enumerate(entries)}
-    by_idle = sorted(range(len(gaps)), key=lambda g: (-gaps[g][5], -gaps[g][4], g))
+    first = (
+        (lambda g: (-gaps[g][5], -gaps[g][4], g))
+        if rank is None
+        else (lambda g: (rank(gaps[g]), g))
+    )
+    by_idle = sorted(range(len(gaps)), key=first)
     gaps = list(gaps) + list(entries)
     over = bool(load.size) and load.max() > target
     for g in by_idle:

@@ -6,11 +6,16 @@ v1 cases (no v2 field) go to the C++ planner `offload_strong.cpp` (built as
 1. greedy's plan (offload_greedy.py), so the result is never below greedy;
 2. with tensors that start on NVMe: the same choice with their copy-ins paced so that
    the NVMe reads run back to back from time 0 (nvme_pace.py; half the budget);
-3. seeds (half the budget left): greedy's choice of what to park at the highest memory
-   target whose plan fits (bisection), with copy-ins moved early only up to a lower
-   fill level (room left for fragmentation), placed longest window first or by first
-   fit; on the best target, lower fill levels and the other ways out (compress
-   whenever it saves link time or never; recompute whenever the sources are held);
+3. seeds (60 % of the budget left), for each of three ways to rank the idle gaps to park
+   (greedy's longest idle time first; idle time per square root of bytes, which keeps
+   a decode's large embedding and LM head resident and parks small weights instead;
+   idle byte-time): greedy's own descent of the memory target with that rank, then
+   (the ranks whose descent did best first, equal shares) the choice of what to park
+   at the highest memory target whose plan fits (bisection), with copy-ins moved early
+   only up to a lower fill level (room left for fragmentation), placed longest window
+   first or by first fit; on the best target, lower fill levels and the other ways out
+   (compress whenever it saves link time or never; recompute whenever the sources are
+   held);
 4. local search on the best plan, led by the judge's own timing (a bundled copy of
    judge.types.offload computes the exact makespan): for the steps that wait longest,
    fetch the late residency earlier or later (one at a time, or all led ones a step
@@ -33,6 +38,11 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 V2_KEYS = {"h2d_latency", "d2h_latency", "host_capacity", "nvme"}
 SEED_KNOBS = ((2, False), (0, False), (None, False), (2, True), (0, True))
+# Which idle gaps the seeds park first (gap rows: tensor, use, a, b, bytes, idle µs):
+# greedy's longest idle time; idle time per square root of bytes (small tensors parked
+# first, the large ones kept resident when their reload would hold the link long at
+# once: a decode's embedding and LM head); idle byte-time (large tensors first).
+RANKS = (None, lambda r: (-r[5] / r[4] ** 0.5, -r[4]), lambda r: (-r[5] * r[4], -r[4]))
 
 
 def is_v2(case):
@@ -76,37 +86,6 @@ class Judge:
         return simulate(self.case, plan, layout), plan
 
 
-def longest_first_place(g, tensors, placed, capacity, kinds, n_points):
-    """Offsets per residency (None past the capacity): residencies by decreasing window
-    length, each at the lowest aligned gap among the placed ones whose windows overlap
-    its own (as greedy-by-size does for offset: long-lived ones end up packed low, the
-    short copy-in windows fill the room above, which first fit in time order fragments)."""
-    import numpy as np
-
-    res = g.windows(tensors, placed, kinds, n_points)
-    order = sorted(
-        range(len(res)), key=lambda r: (res[r][0] - res[r][1], -tensors[res[r][2]][1], r)
-    )
-    lo_at, hi_at = np.zeros(len(res), np.int64), np.zeros(len(res), np.int64)
-    start, end = np.zeros(len(res), np.int64), np.zeros(len(res), np.int64)
-    offsets = [[0] * len(rows) for rows in placed]
-    for n, r in enumerate(order):
-        lo, hi, i, k = res[r]
-        size, align = tensors[i][1], tensors[i][2]
-        near = np.flatnonzero((lo_at[:n] <= hi) & (hi_at[:n] >= lo))
-        taken = sorted(zip(start[near].tolist(), end[near].tolist(), strict=True))
-        off = 0
-        for a, b in taken:
-            if off + size <= a:
-                break
-            off = max(off, -(-b // align) * align)
-        if off + size > capacity:
-            return None
-        lo_at[n], hi_at[n], start[n], end[n] = lo, hi, off, off + size
-        offsets[i][k] = off
-    return offsets
-
-
 class State:
     """A plan in greedy's terms plus copy priorities."""
 
@@ -125,6 +104,7 @@ class Search:
         self.kinds = g.kinds_of(case)
         self.judge = Judge(case)
         self.best, self.best_span, self.tried = None, None, set()
+        self.last_span = None  # of the last plan judged
         self.n_points = 2 * len(case["steps"])
 
     def left(self):
@@ -134,6 +114,8 @@ class Search:
         g, cap = self.g, int(self.case["capacity"])
         placed = g.as_placed(rows, recomputed)
         if placer == "longest first":
+            from placing import longest_first_place
+
             return longest_first_place(g, self.tensors, placed, cap, self.kinds, self.n_points)
         return g.first_fit_place(self.tensors, placed, cap, self.kinds, self.n_points)
 
@@ -146,7 +128,7 @@ class Search:
         timing, plan = self.judge.timing(raw)
         if timing is None:
             return False
-        span = Fraction(timing.makespan, timing.unit)
+        span = self.last_span = Fraction(timing.makespan, timing.unit)
         if self.best_span is not None and span >= self.best_span:
             return False
         self.best, self.best_span = state, span
@@ -193,7 +175,39 @@ class Search:
                                        base - drop * cap // 25, ends)  # fmt: skip
             self.offer(self.build(chosen))
 
-    def seeds(self, greedy_target):
+    def ranked_seeds(self, greedy_target):
+        """Greedy's descent (below) with each other way of ranking the gaps (RANKS); then
+        the seeds below for every rank, the one whose descent did best first, on equal
+        shares of 60 % of the time left (the rest for the local search). A rank's
+        descent does not tell how well its seeds will do: none is left out."""
+        found = {0: self.best_span}
+        for n in range(1, len(RANKS)):  # from the capacity: another rank may fit higher
+            found[n] = self.descend(RANKS[n], time.monotonic() + self.left() / 4)
+        order = sorted(found, key=lambda n: (found[n] is None, found[n] or 0, n))
+        until = time.monotonic() + 0.6 * self.left()
+        for m, n in enumerate(order):
+            share = (until - time.monotonic()) / (len(order) - m)
+            self.seeds(greedy_target, RANKS[n], time.monotonic() + share)
+
+    def descend(self, rank, until):
+        """Greedy's own search with gaps ranked by `rank`: the memory target lowered 4 % at
+        a time from the capacity until the plan fits (copy-ins early up to the target); the
+        makespan of that plan (None if none fitted in time)."""
+        g, cap = self.g, int(self.case["capacity"])
+        load0 = g.base_load(self.tensors, self.n_points, self.kinds)
+        gaps = g.gap_table(self.tensors, self.case["steps"])
+        entries = g.entry_gaps(self.tensors, self.kinds)
+        target = cap
+        while target > 0 and time.monotonic() < until:
+            state = self.build(g.choose(self.tensors, gaps, load0, target, entries, None, rank))
+            if state is not None:
+                self.last_span = None
+                self.offer(state)
+                return self.last_span
+            target -= cap // 25
+        return None
+
+    def seeds(self, greedy_target, rank, until):
         """Park as little as fits: bisect the memory target (what to park) between one
         whose plan fits and one whose does not, each target with copy-ins moved early
         only up to a lower fill level (room for fragmentation) and placed longest first
@@ -205,12 +219,12 @@ class Search:
         load0 = g.base_load(self.tensors, self.n_points, self.kinds)
         gaps = g.gap_table(self.tensors, case["steps"])
         entries = g.entry_gaps(self.tensors, self.kinds)
-        until = time.monotonic() + self.left() / 2  # the other half for the local search
 
         def at(park, fill, knobs=g.GREEDY):
             if time.monotonic() >= until:
                 return None
-            return self.build(g.choose(self.tensors, gaps, load0, park, entries, fill), knobs)
+            chosen = g.choose(self.tensors, gaps, load0, park, entries, fill, rank)
+            return self.build(chosen, knobs)
 
         step = max(1, cap // 20)
 
@@ -340,11 +354,9 @@ class Search:
             taken = sorted(zip(start[near].tolist(), end[near].tolist(), strict=True))
             off = offsets[i][k]
             if any(a < off + size and off < e for a, e in taken):
-                off = 0
-                for a, e in taken:
-                    if off + size <= a:
-                        break
-                    off = max(off, -(-e // align) * align)
+                from placing import lowest_gap
+
+                off = lowest_gap(taken, size, align)
                 if off + size > cap:
                     return self.place(rows, rec, b.placer)
             offsets[i][k], start[n], end[n] = off, off, off + size
@@ -429,7 +441,7 @@ def main():
     try:
         if search.best is not None:
             search.paced_seeds(target)
-        search.seeds(target)
+        search.ranked_seeds(target)
         if search.best is not None:
             search.improve()
     except Exception:  # a bug in the search must not lose the plan already written
