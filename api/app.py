@@ -6,7 +6,6 @@ import inspect
 import logging
 import os
 import secrets
-import sys
 import tempfile
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager, suppress
@@ -117,9 +116,6 @@ def _no_telemetry() -> dict[str, Any]:
 
 @asynccontextmanager
 async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
-    switch_s = os.environ.get("MEMORACE_API_SWITCH_INTERVAL_S")
-    if switch_s:  # experiment: how soon the event loop gets the GIL back from route threads
-        sys.setswitchinterval(float(switch_s))
     if app.state.broadcaster.hears_news:
         app.state.broadcaster.start()  # its news (Redis, the news table) clears api.readcache
     yield
