@@ -27,8 +27,9 @@ from typing import Any
 
 import anyio
 from sqlalchemy import func, select
+from sqlalchemy.orm import joinedload
 
-from api import news, readcache, submissions
+from api import hidden, news, readcache, submissions
 from api.db.models import CaseResultRow, Contest, Judging, Submission, User
 from api.db.session import session_scope
 from api.settings import Settings
@@ -61,9 +62,14 @@ class View:
     team: int = 0  # the submission's team: its news clears a kept final view
 
 
-def build_view(db: Any, sub: Submission, viewer: User | None) -> View:
-    body = submissions.submission_dict(db, sub, viewer)
-    judging = submissions.shown_judging(db, sub)
+def build_view(
+    db: Any, sub: Submission, viewer: User | None, found: tuple[Judging | None, int | None]
+) -> View:
+    """`found`: submissions.shown_and_position's answer (one for every class)."""
+    judging, position = found
+    body = submissions.submission_dict(
+        db, sub, viewer, known=(judging, position, hidden.hidden_policy(db, viewer))
+    )
     # Commit order (row ids): what a viewer sees of a judging is always a prefix of it,
     # so a case's position (its seq) is the same on every connection and after a reconnect.
     order = {r.case: r.id for r in judging.results} if judging else {}
@@ -83,13 +89,14 @@ def build_view(db: Any, sub: Submission, viewer: User | None) -> View:
 def read_views(url: str, sub_id: int, classes: set[str]) -> dict[str, View]:
     """One read of the submission for every class watching it."""
     with session_scope(url) as db:
-        sub = db.get(Submission, sub_id)
+        sub = db.get(Submission, sub_id, options=[joinedload(Submission.team)])
         if sub is None:
             return {}
+        found = submissions.shown_and_position(db, sub)
         # hidden_policy asks only whether the viewer is an organizer (a transient user,
         # never added to the session); every contestant sees what no one logged in sees.
         viewers = {ORGANIZER: User(is_admin=True), CONTESTANT: None}
-        return {cls: build_view(db, sub, viewers[cls]) for cls in classes}
+        return {cls: build_view(db, sub, viewers[cls], found) for cls in classes}
 
 
 def fingerprints(url: str, ids: list[int]) -> tuple[dict[int, tuple], tuple]:

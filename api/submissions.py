@@ -186,7 +186,17 @@ def get_submission(db: Session, sub_id: int, user: User) -> Submission:
 
 def queue_position(db: Session, sub: Submission) -> int | None:
     """1 = next; None unless the submission waits for a worker."""
-    judging = latest_judging(db, sub)
+    return _position_of(db, latest_judging(db, sub))
+
+
+def shown_and_position(db: Session, sub: Submission) -> tuple[Judging | None, int | None]:
+    """(the judging whose results to show, the queue position) from one read of the
+    latest judging: each read of a view waits for the GIL again under load."""
+    latest = latest_judging(db, sub)
+    return _shown_after(db, sub, latest), _position_of(db, latest)
+
+
+def _position_of(db: Session, judging: Judging | None) -> int | None:
     if judging is None or judging.status != "queued":
         return None
     ahead = db.scalar(
@@ -207,9 +217,9 @@ def latest_judging(db: Session, sub: Submission) -> Judging | None:
     )
 
 
-def shown_judging(db: Session, sub: Submission) -> Judging | None:
-    """The judging whose results to show: a running one, else the newest final one."""
-    judging = latest_judging(db, sub)
+def _shown_after(db: Session, sub: Submission, judging: Judging | None) -> Judging | None:
+    """The judging whose results to show, the latest (`judging`) known: a running one,
+    else the newest final one."""
     if judging is not None and judging.status in ("running", "final"):
         return judging
     if sub.current_judging_id:
@@ -240,7 +250,7 @@ def submission_dict(
     """`known`: the shown judging (its results loaded), the queue position and the
     hidden policy, when the caller found them for a whole page at once."""
     if known is None:
-        known = (shown_judging(db, sub), queue_position(db, sub), hidden_policy(db, user))
+        known = (*shown_and_position(db, sub), hidden_policy(db, user))
     judging, position, policy = known
     rows = list(judging.results) if judging else []
     facts = version_facts(db, [sub.version_id])[sub.version_id]
@@ -328,7 +338,7 @@ def _latest_of(judgings: list[Judging]) -> Judging | None:
 
 
 def _shown_of(sub: Submission, latest: Judging | None, judgings: list[Judging]) -> Judging | None:
-    """shown_judging's choice among a submission's judgings."""
+    """_shown_after's choice among a submission's judgings."""
     if latest is not None and latest.status in ("running", "final"):
         return latest
     if sub.current_judging_id:
