@@ -227,13 +227,20 @@ class Broadcaster:
             return found, heard
         self.start()
         assert self.limiter is not None
+        views = await self._fetch(sub_id, {cls}, self.limiter)
+        return views.get(cls), heard
+
+    async def _fetch(
+        self, sub_id: int, classes: set[str], limiter: anyio.CapacityLimiter
+    ) -> dict[str, View]:
+        """read_views on one of `limiter`'s threads; a judged submission's view is kept."""
         gen = readcache.generation()
         views = await anyio.to_thread.run_sync(
-            read_views, self.url, sub_id, {cls}, limiter=self.limiter
+            read_views, self.url, sub_id, classes, limiter=limiter
         )
         self.reads += 1
         _keep_final(self.url, sub_id, views, gen)
-        return views.get(cls), heard
+        return views
 
     @contextlib.asynccontextmanager
     async def watch(
@@ -287,20 +294,15 @@ class Broadcaster:
             channel.dirty = False
             urgent, channel.urgent = channel.urgent, False
             classes = {v.cls for v in channel.viewers}
-            gen = readcache.generation()
             try:
-                views = await anyio.to_thread.run_sync(
-                    read_views, self.url, channel.sub_id, classes,
-                    limiter=self.limiter if urgent else self.background,
-                )  # fmt: skip
+                limiter = self.limiter if urgent else self.background
+                views = await self._fetch(channel.sub_id, classes, limiter)
             except Exception as exc:  # the database hiccuped: try again shortly
                 log.warning("cannot read submission %s: %s", channel.sub_id, exc)
                 channel.dirty, channel.urgent = True, channel.urgent or urgent
                 await asyncio.sleep(1.0)
                 continue
-            self.reads += 1
             channel.views = views
-            _keep_final(self.url, channel.sub_id, views, gen)
             for viewer in list(channel.viewers):
                 if viewer.cls in views:
                     viewer.offer(views[viewer.cls])

@@ -184,11 +184,6 @@ def get_submission(db: Session, sub_id: int, user: User) -> Submission:
     return sub
 
 
-def queue_position(db: Session, sub: Submission) -> int | None:
-    """1 = next; None unless the submission waits for a worker."""
-    return _position_of(db, latest_judging(db, sub))
-
-
 def shown_and_position(db: Session, sub: Submission) -> tuple[Judging | None, int | None]:
     """(the judging whose results to show, the queue position) from one read of the
     latest judging: each read of a view waits for the GIL again under load."""
@@ -197,6 +192,8 @@ def shown_and_position(db: Session, sub: Submission) -> tuple[Judging | None, in
 
 
 def _position_of(db: Session, judging: Judging | None) -> int | None:
+    """The queue position of a submission whose latest judging is `judging`: 1 = next;
+    None unless it waits for a worker."""
     if judging is None or judging.status != "queued":
         return None
     ahead = db.scalar(
@@ -356,7 +353,7 @@ def _load_results(db: Session, judgings: list[Judging]) -> None:
 
 
 def queue_positions(db: Session, queued: list[Judging]) -> dict[int, int]:
-    """queue_position for several queued judgings in one query, by submission id."""
+    """_position_of for several queued judgings in one query, by submission id."""
     if not queued:
         return {}
     ahead = aliased(Judging)
