@@ -20,7 +20,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.middleware.sessions import SessionMiddleware
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from api import logs, queue, readcache, workers
+from api import heap, logs, queue, readcache, workers
 from api.bodylimit import BodyLimit
 from api.broadcast import Broadcaster
 from api.db.session import get_engine, migrate, requests_in_flight, session_scope
@@ -118,7 +118,10 @@ def _no_telemetry() -> dict[str, Any]:
 async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
     if app.state.broadcaster.hears_news:
         app.state.broadcaster.start()  # its news (Redis, the news table) clears api.readcache
+    warmed = heap.settle_now_and_after_warmup() if app.state.settings.heap_freeze else None
     yield
+    if warmed is not None:
+        warmed.cancel()
     await app.state.broadcaster.stop()
 
 

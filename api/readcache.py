@@ -11,10 +11,12 @@ the service (an operator's SQL) or a message pub/sub lost on a connection that s
 up. Measured at 500 clients and 20 teams: a team's page lived 0.25 s and was read
 about 1.5 times in that window. Sooner than that, entries go at once when
 - this process commits a write (any ORM change or DML, except token and web-session
-  bookkeeping, the login throttle and worker heartbeats, which no cached read shows):
-  every entry, so whoever wrote sees the write on their next read;
+  bookkeeping, the login throttle, worker heartbeats and blobs, which no cached read
+  shows): what it changed (api.written: one team's submissions and judgings clear
+  what a worker's news of that team clears; anything else, every entry), so whoever
+  wrote sees the write on their next read;
 - Redis brings news (api.news): a write by another API process (install() makes each
-  API process publish one after its writes) clears every entry; a worker's news says
+  API process publish one after its writes) clears what it changed; a worker's news says
   which team's submission changed, whether the queue moved and whether the board did,
   and clears only those: that team's list (and the organizers'), every list when the
   queue moved (positions), the boards when a judging ended. Measured at 500 clients
@@ -40,15 +42,13 @@ from sqlalchemy.orm import ORMExecuteState, Session
 
 from api import flights, news, tokencache
 from api.db import board
+from api.written import Written
 
 T = TypeVar("T")
 STALENESS_S = float(os.environ.get("MEMORACE_READ_STALENESS_S") or 0.25)
 LIVE_S = float(os.environ.get("MEMORACE_READ_LIVE_S") or 5.0)
 MAX_ENTRIES = 4096  # per process; past it, expired entries go, then everything
-# Rows no cached read shows, written often (token use, heartbeats): their commits keep
-# the cache.
-UNSEEN_TABLES = frozenset({"api_tokens", "web_sessions", "login_throttle", "workers", "news"})
-WROTE = "memorace_readcache_wrote"  # in Session.info: this transaction changed something
+WROTE = "memorace_readcache_wrote"  # in Session.info: what this transaction changed (Written)
 AUTH = "memorace_readcache_auth"  # ... and it changed a user, a team or a token
 AUTH_TABLES = frozenset({"users", "teams", "api_tokens"})  # what api.tokencache keeps
 BOOKKEEPING = "memorace_bookkeeping"  # an execution option: a write no cached read shows
@@ -166,15 +166,20 @@ def hear(item: news.News) -> None:
         return
     if item.auth:
         tokencache.clear()
+    clear(*_scopes(item))
+
+
+def _scopes(item: news.News) -> list[Hashable]:
+    """What the news changed; [] (everything) when it does not say (another API
+    process's write of more than one team's submissions, or a worker that does not)."""
     if item.team is None:
-        clear()  # another API process's write, or a worker that does not say
-        return
+        return []
     scopes: list[Hashable] = [(kind, who) for kind in (LISTS, QUEUED) for who in (item.team, ADMIN)]
     if item.queue:
         scopes.append(QUEUED)  # every queued submission's position may move
     if item.board:
         scopes.append(BOARD)
-    clear(*scopes)
+    return scopes
 
 
 def install(broker_url: str) -> None:
@@ -200,11 +205,20 @@ def _table_of(obj: Any) -> str | None:
     return _name(getattr(type(obj), "__table__", None))
 
 
+def _written(session: Session) -> Written:
+    found = session.info.get(WROTE)
+    if found is None:
+        found = session.info[WROTE] = Written()
+    return found  # type: ignore[no-any-return]
+
+
 @event.listens_for(Session, "after_flush")
 def _after_flush(session: Session, _context: Any) -> None:
     changed = (*session.new, *session.dirty, *session.deleted)
-    if any(_table_of(o) not in UNSEEN_TABLES for o in changed):
-        session.info[WROTE] = True
+    if changed:
+        wrote = _written(session)
+        for obj in changed:
+            wrote.note_row(obj, session)
     # A new user or token is in no cache; an edited or deleted one may be.
     if any(_table_of(o) in AUTH_TABLES for o in (*session.dirty, *session.deleted)):
         session.info[AUTH] = True
@@ -215,11 +229,20 @@ def _on_execute(state: ORMExecuteState) -> None:
     if not (state.is_update or state.is_delete or state.is_insert):
         return
     table = _name(getattr(state.statement, "table", None))
-    if table not in UNSEEN_TABLES:
-        state.session.info[WROTE] = True
     bookkeeping = state.execution_options.get(BOOKKEEPING)
+    if not bookkeeping:
+        _written(state.session).note_statement(table)
     if table in AUTH_TABLES and not state.is_insert and not bookkeeping:
         state.session.info[AUTH] = True
+
+
+def _news_of(session: Session, pop: bool) -> tuple[bool, news.News | None]:
+    """(whether this transaction wrote what a kept answer shows, its news; None: none)."""
+    take = session.info.pop if pop else session.info.get
+    wrote, auth = take(WROTE, None), take(AUTH, False)
+    if wrote is not None and wrote.anything():
+        return True, wrote.news(auth)
+    return False, (news.News(0, auth=True, origin=news.ORIGIN) if auth else None)
 
 
 @event.listens_for(Session, "before_commit")
@@ -228,20 +251,22 @@ def _before_commit(session: Session) -> None:
     if not _in_table[0] or not news.in_table(session):
         return
     session.flush()  # what is pending says whether this transaction wrote
-    wrote, auth = session.info.get(WROTE, False), session.info.get(AUTH, False)
-    if wrote or auth:
-        news.after_commit(session, news.News(0, auth=auth, origin=news.ORIGIN))
+    _, item = _news_of(session, pop=False)
+    if item is not None:
+        news.after_commit(session, item)
 
 
 @event.listens_for(Session, "after_commit")
 def _after_commit(session: Session) -> None:
-    wrote, auth = session.info.pop(WROTE, False), session.info.pop(AUTH, False)
-    if auth:
+    wrote, item = _news_of(session, pop=True)
+    if item is None:
+        return
+    if item.auth:
         tokencache.clear()
     if wrote:
-        clear()
-    if (wrote or auth) and _publish_to:  # news 0: no submission's, "something changed"
-        news.publish(news.News(0, auth=auth, origin=news.ORIGIN), broker_url=_publish_to[0])
+        clear(*_scopes(item))
+    if _publish_to:  # the other processes clear the same (api.readcache.hear)
+        news.publish(item, broker_url=_publish_to[0])
 
 
 @event.listens_for(Session, "after_rollback")

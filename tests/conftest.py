@@ -14,6 +14,9 @@ IN_CI = os.environ.get("CI") == "true"
 # In-process services judge no baselines (api.baselines) unless a test asks: they would
 # add the system team's submissions to every test's counts. tests.service does the same.
 os.environ.setdefault("MEMORACE_BASELINES", "0")
+# In-process apps (TestClient) would freeze this test process's heap at each startup;
+# the services tests start run as deployed (api.heap on).
+os.environ.setdefault("MEMORACE_HEAP_FREEZE", "0")
 
 
 def shared_data(*parts: str) -> Path:

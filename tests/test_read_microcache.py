@@ -78,6 +78,27 @@ def test_this_process_s_commits_show_at_once(client, monkeypatch):  # noqa: F811
     assert readcache.generation() == before
 
 
+def test_an_upload_clears_only_what_it_changed(client, monkeypatch):  # noqa: F811
+    """A contestant's upload writes one submission and its judging: it clears that
+    team's list (listed at once) and the lists that show queue positions, not the
+    boards nor another team's list (api.written); an organizer's other write clears
+    everything."""
+    monkeypatch.setattr(readcache, "STALENESS_S", LONG)
+    red, blue = contestant(client, "red", "alice"), contestant(client, "blue", "bob")
+    judge(submit(client, blue, 1), {"one": 1.0, "three": 0.5, "two": 0.25})
+    assert _list(client, blue)[0]["status"] == "done"  # kept: no queue position shown
+    board = client.get("/api/v1/leaderboard/tiny", headers=blue).headers["ETag"]
+    _behind_our_back("UPDATE submissions SET status_detail = 'moved'")
+    _behind_our_back("UPDATE board_state SET version = version + 1")
+    mine = submit(client, red, 2)
+    assert [s["id"] for s in _list(client, red)] == [mine]  # at once, as before
+    assert _list(client, blue)[0]["status_detail"] != "moved"  # blue's list was kept
+    assert client.get("/api/v1/leaderboard/tiny", headers=blue).headers["ETag"] == board
+    reply = client.post("/api/v1/admin/teams", json={"name": "green"})  # anything else
+    assert reply.status_code == 201
+    assert _list(client, blue)[0]["status_detail"] == "moved"
+
+
 def test_kept_answers_respect_hidden_secrecy_per_scope(client, monkeypatch):  # noqa: F811
     monkeypatch.setattr(readcache, "STALENESS_S", LONG)
     red = contestant(client, "red", "alice")
