@@ -305,3 +305,32 @@ def test_changes_to_who_may_do_what_clear_the_token_caches(client, monkeypatch):
     tokencache._entries[("x", "y")] = None  # type: ignore[assignment]
     readcache.hear(news.News(0, auth=True))  # another process's revocation
     assert tokencache._entries == {}
+
+
+def test_what_a_transaction_wrote_becomes_news_that_clears_only_that() -> None:
+    """api.written: one team's submission and its judging are that team's news (the
+    queue moved); a judging whose submission the session does not hold, another table,
+    or two teams say "everything"; the blobs of an upload say nothing."""
+    from sqlalchemy.orm import Session, make_transient_to_detached
+
+    from api.db.models import Blob, Judging, Submission, Team
+    from api.written import Written
+
+    session = Session()
+    sub = Submission(id=5, team_id=1)
+    make_transient_to_detached(sub)
+    session.add(sub)  # held by the session, as after the upload's first flush
+    wrote = Written()
+    for obj in (sub, Judging(submission_id=5), Blob()):
+        wrote.note_row(obj, session)
+    assert wrote.news(auth=False) == news.News(5, True, 1, False, False, news.ORIGIN)
+    wrote.note_statement("board_state")
+    assert wrote.news(auth=False).board and not wrote.everything
+    for other in (Judging(submission_id=99), Team(), Submission(id=6, team_id=2)):
+        alone = Written(teams={1}, submissions={5})
+        alone.note_row(other, session)
+        assert alone.news(auth=False).team is None  # everything goes
+    untouched = Written()
+    untouched.note_row(Blob(), session)
+    untouched.note_statement("api_tokens")
+    assert not untouched.anything()
