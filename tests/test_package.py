@@ -213,7 +213,7 @@ HEX = "0x" + "f" * 4000  # TOML reads it; printing it in decimal would raise
     ],
 )
 def test_hostile_problem_toml_is_a_package_error(tmp_path, edit, message):
-    """Found by tests/test_fuzz_readers.py: these escaped as ValueError / RecursionError."""
+    """Found by tests/test_fuzz_packages.py: these escaped as ValueError / RecursionError."""
     with pytest.raises(PackageError, match=message):
         load_problem(make_package(tmp_path, edit(GOOD_TOML)))
 
