@@ -104,6 +104,11 @@ class Settings:
     # data_dir/cache, at most BLOB_CACHE_MB (least recently used goes first).
     blob_store: str = field(default_factory=lambda: _env("BLOB_STORE", ""))
     blob_cache_mb: int = field(default_factory=lambda: _int("BLOB_CACHE_MB", 2048))
+    # Built submissions (judge.buildcache), reused when the same files meet the same build
+    # command, limits and sandbox again (a rejudge compiles nothing twice): in
+    # BUILD_CACHE_DIR ("" = data_dir/cache/builds), at most BUILD_CACHE_MB (0: off).
+    build_cache_dir: str = field(default_factory=lambda: _env("BUILD_CACHE_DIR", ""))
+    build_cache_mb: int = field(default_factory=lambda: _int("BUILD_CACHE_MB", 1024))
     # Judge the reference planners as baselines when a problem version is imported
     # (api.baselines); "0": never (the organizer's contest switch only hides them).
     baselines: bool = field(default_factory=lambda: _env("BASELINES", "1") != "0")
@@ -155,6 +160,10 @@ class Settings:
     @property
     def cache(self) -> Path:
         return self.data_dir / "cache"
+
+    @property
+    def build_cache(self) -> Path:
+        return Path(self.build_cache_dir) if self.build_cache_dir else self.cache / "builds"
 
     @property
     def queue_dir(self) -> Path:

@@ -13,8 +13,9 @@ import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
+from judge.buildcache import BuildCache, cache_from_env, cached_build
 from judge.errors import InputError
 from judge.package import LoadedCase, Problem, load_cases
 from judge.sandbox import RunOutcome, Sandbox, Session, get_sandbox
@@ -36,6 +37,7 @@ class JudgeReport:
     sandbox: str
     results: list[CaseResult] = field(default_factory=list)
     build_error: str = ""
+    build_cached: bool = False  # the build's output came from the build cache
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -58,10 +60,13 @@ def judge_planner(
     gpu_slot: int | None = None,
     keep_plan: KeepPlan | None = None,
     replay_backend: str | None = None,
+    build_cache: BuildCache | Literal["env"] | None = "env",
 ) -> JudgeReport:
     """Judge `source` on the cases of `split`; `keep_plan`, when given, is handed every
-    plan file and its sha256, to keep (what a rescore re-verifies without running)."""
+    plan file and its sha256, to keep (what a rescore re-verifies without running).
+    `build_cache`: where builds are kept and reused ("env": MEMORACE_BUILD_CACHE_DIR's)."""
     box = get_sandbox(sandbox) if isinstance(sandbox, str) else sandbox
+    cache = cache_from_env() if build_cache == "env" else build_cache
     report = JudgeReport(problem.slug, Path(source).name, box.name)
     cases = load_cases(problem, split)
     limit = time_limit_s or problem.limits.time_limit_s
@@ -71,7 +76,9 @@ def judge_planner(
         except InputError as exc:
             return _all_failed(report, cases, str(exc), on_result)
         with box.session(sub.root, sub.build, sub.run, problem.limits, gpu_slot) as session:
-            built = session.build(BUILD_TIMEOUT_S)
+            built, report.build_cached = cached_build(
+                session, sub.root, sub.build, problem.limits, BUILD_TIMEOUT_S, cache
+            )
             if built is not None and (built.exit_code != 0 or built.timed_out):
                 return _all_failed(report, cases, built.log or "the build failed", on_result)
             for lc in cases:

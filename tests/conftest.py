@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import functools
 import os
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -17,6 +20,29 @@ os.environ.setdefault("MEMORACE_BASELINES", "0")
 # In-process apps (TestClient) would freeze this test process's heap at each startup;
 # the services tests start run as deployed (api.heap on).
 os.environ.setdefault("MEMORACE_HEAP_FREEZE", "0")
+# One build cache for the whole run (judge.buildcache): each reference planner's C++ is
+# compiled once per sandbox, not once per judging (strong_search: ~15 s of CPU each); the
+# service's workers share it (tests.service). A fresh run starts it empty: every test's
+# first judging of its own bytes still builds.
+BUILD_CACHE_ENV = "MEMORACE_BUILD_CACHE_DIR"
+
+
+def _remove_quietly(folder: Path) -> None:
+    from judge.sandbox.local_fs import remove_tree  # also folders a build made unwritable
+
+    with contextlib.suppress(OSError):
+        remove_tree(folder)
+
+
+if BUILD_CACHE_ENV not in os.environ:
+    _builds = Path(tempfile.mkdtemp(prefix="memorace-test-builds-"))
+    os.environ[BUILD_CACHE_ENV] = str(_builds)
+    atexit.register(_remove_quietly, _builds)
+
+
+def shared_build_cache() -> dict[str, str]:
+    """The run's build cache, for the environment of a service started by a test."""
+    return {BUILD_CACHE_ENV: os.environ[BUILD_CACHE_ENV]} if BUILD_CACHE_ENV in os.environ else {}
 
 
 def shared_data(*parts: str) -> Path:

@@ -24,7 +24,7 @@ from typing import Any
 
 import httpx
 
-from tests.conftest import ROOT
+from tests.conftest import ROOT, shared_build_cache
 
 # Another server with MEMORACE_TEST_POSTGRES (a load run beside other work on a shared one).
 PG_ADMIN_URL = os.environ.get(
@@ -280,6 +280,7 @@ def start_service(
     data.mkdir(parents=True, exist_ok=True)
     env = {k: v for k, v in os.environ.items() if not k.startswith("MEMORACE_")}
     env |= {"MEMORACE_DATA_DIR": str(data), "MEMORACE_SANDBOX": sandbox, "PYTHONUNBUFFERED": "1"}
+    env |= shared_build_cache()
     # The reference planners are judged as baselines only where a test asks for them
     # (extra_env MEMORACE_BASELINES=1): elsewhere they would queue before its own work.
     env["MEMORACE_BASELINES"] = "0"
@@ -368,7 +369,7 @@ def serve_script(tmp: Path, extra_env: dict[str, str] | None = None) -> Iterator
     data, port = tmp / "data", free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("MEMORACE_")}
     env |= {"MEMORACE_DATA_DIR": str(data), "MEMORACE_SANDBOX": "local", "PORT": str(port),
-            "VENV": str(VENV_BIN.parent), "MEMORACE_BASELINES": "0",
+            "VENV": str(VENV_BIN.parent), "MEMORACE_BASELINES": "0", **shared_build_cache(),
             **(extra_env or {})}  # fmt: skip
     with (tmp / "serve.log").open("wb") as log:
         proc = subprocess.Popen(

@@ -28,6 +28,7 @@ from api.db.session import session_scope
 from api.news import News
 from api.settings import Settings
 from api.submissions import artifact_path
+from judge.buildcache import BuildCache
 from judge.package import load_problem
 from judge.pipeline import BUILD_TIMEOUT_S, judge_planner
 from judge.sandbox import default_sandbox_name
@@ -102,7 +103,10 @@ def _judge(
         gpu_slot=gpu_slot,
         keep_plan=lambda plan, _digest: store.put_file(plan),
         replay_backend=settings.replay_for(problem.slug),
+        build_cache=BuildCache(settings.build_cache, settings.build_cache_mb * 2**20),
     )
+    if report.build_cached:
+        log.info("judging build reused from the build cache", extra={"judging": judging_id})
     _finish(url, judging_id, attempt, report.build_error)
     log.info(
         "judging final",

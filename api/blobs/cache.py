@@ -17,6 +17,8 @@ from collections.abc import Callable
 from contextlib import suppress
 from pathlib import Path
 
+from judge.lru import evict_oldest
+
 GRACE_S = 60.0
 TMP = ".tmp"  # temporaries; never a two-letter entry folder
 STALE_TMP_S = 3600.0
@@ -66,15 +68,8 @@ class BlobCache:
 
     def evict(self) -> None:
         self.added = 0
-        entries = sorted(self._entries())  # oldest first
-        total = sum(size for _, size, _ in entries)
-        spare = time.time() - self.grace_s
-        for mtime, size, path in entries:
-            if total <= self.max_bytes:
-                break
-            if mtime < spare:
-                _remove(path, self.folder / TMP)
-                total -= size
+        tmp_root = self.folder / TMP
+        evict_oldest(self._entries(), self.max_bytes, self.grace_s, lambda p: _remove(p, tmp_root))
         self._sweep_temporaries()
 
     def used_bytes(self) -> int:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from judge.package import Limits
 
@@ -33,6 +33,21 @@ class Session(Protocol):
 
     def build(self, timeout_s: float) -> RunOutcome | None:
         """Build the submission (None when it has no build step)."""
+        ...
+
+    def build_identity(self) -> str | None:
+        """What a build's output depends on besides the files, command and limits (the
+        sandbox's kind, its image or toolchain); None: builds here are not kept."""
+        ...
+
+    def export_build(self, dest: Path) -> dict[str, Any]:
+        """Copy the built tree into `dest` (which this creates), for the build cache;
+        returns what `restore_build` needs to know of it."""
+        ...
+
+    def restore_build(self, payload: Path, meta: dict[str, Any]) -> None:
+        """Install an exported tree as if this session had built it (instead of build);
+        on an error (OSError, SandboxError) the session is as before."""
         ...
 
     def run_case(self, time_limit_s: float) -> RunOutcome:

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from judge.package import Limits
-from judge.sandbox import base
+from judge.sandbox import base, docker_builds
 from judge.sandbox.base import LOG_TAIL_BYTES, OUTPUT_LIMIT_BYTES, RunOutcome, SandboxError, tail
 
 IMAGE = os.environ.get("MEMORACE_RUNNER_IMAGE", "memorace/runner:latest")
@@ -362,6 +362,16 @@ class DockerSession:
         if why:  # e.g. paths too long to copy: what the build made
             return RunOutcome(1, built.time_s, log=why)
         return built
+
+    def build_identity(self) -> str | None:
+        return docker_builds.image_identity(self.container)
+
+    def export_build(self, dest: Path) -> dict[str, Any]:
+        return docker_builds.export_built(self.container, dest)
+
+    def restore_build(self, payload: Path, meta: dict[str, Any]) -> None:
+        docker_builds.restore_built(self.container, self.case_dir, payload)
+        self.sealed = True  # each case restores /work from /built
 
     def run_case(self, time_limit_s: float) -> RunOutcome:
         if not self.sealed and (why := self._seal()):

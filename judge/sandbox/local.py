@@ -37,6 +37,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 from judge.package import Limits
 from judge.sandbox.base import LOG_TAIL_BYTES, OUTPUT_LIMIT_BYTES, RunOutcome, SandboxError, tail
@@ -50,6 +51,7 @@ from judge.sandbox.local_fs import (
     remove_tree,
     usage,
 )
+from judge.sandbox.local_toolchain import host_toolchain
 from judge.sandbox.local_uids import (
     PROBE_UID,
     drop_privileges,
@@ -162,6 +164,37 @@ class LocalSession:
             return RunOutcome(1, built.time_s if built else 0.0, log=str(exc))
         self.base = usage([self.work])  # each case starts from this /work, /out and /tmp empty
         return built
+
+    def build_identity(self) -> str | None:
+        # Without root and bubblewrap a planner runs as the judge itself: it could write
+        # into the cache, so nothing built here is kept.
+        if not self.namespaced and os.geteuid() != 0:
+            return None
+        toolchain = host_toolchain()
+        return None if toolchain is None else f"local:{int(self.namespaced)}:{toolchain}"
+
+    def export_build(self, dest: Path) -> dict[str, Any]:
+        if not self.sealed.exists():
+            raise SandboxError("nothing was built")
+        copy_tree(self.sealed, dest)
+        return {"uid": self.uid}
+
+    def restore_build(self, payload: Path, meta: dict[str, Any]) -> None:
+        """The kept tree becomes /work as built (each case restores /work from it); what
+        the build's uid owned is this session's uid's."""
+        built_by = meta.get("uid")
+        if type(built_by) is not int:
+            raise SandboxError("the kept build does not say its owner")
+        try:
+            copy_tree(payload, self.sealed)
+            if os.geteuid() == 0 and built_by != self.uid:
+                owner = f"--from={built_by}:{built_by}", f"{self.uid}:{self.uid}"
+                subprocess.run(["chown", "-R", "-h", *owner, "--", str(self.sealed)], check=True)
+        except (OSError, subprocess.CalledProcessError) as exc:
+            with suppress(OSError):
+                remove_tree(self.sealed)
+            raise SandboxError(f"the kept build cannot be restored: {exc}") from None
+        self.base = usage([self.sealed])
 
     def run_case(self, time_limit_s: float) -> RunOutcome:
         if not self.sealed.exists():

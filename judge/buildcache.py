@@ -1,0 +1,289 @@
+"""The build cache: a submission's built tree, kept and reused when the same files meet
+the same build command, limits and sandbox (kind + runner image, or the host toolchain).
+
+A rejudge of a thousand submissions then compiles none of them again. The key is the
+sha256 of everything the build's result may depend on, the submission's files first
+(`tree_digest`: paths, modes, contents): one contestant's build is never served for other
+bytes. An entry is written only after a successful build, complete into a temporary
+folder, then renamed into place (readers see all of it or nothing); its manifest names
+its key and the digest of what it holds, checked on every hit: a corrupt, partial or
+foreign entry is removed and the submission is built again. Failed builds are not kept
+(a timeout or an out-of-memory failure may not repeat; a compile error fails fast anyway).
+
+The folder must be the judge's own (owned by it, writable by no one else), outside every
+sandbox's mounts; else the cache is off. Size-bounded: past `max_bytes` the least
+recently used entries go (mtime, touched on every hit). Operators clear it by deleting
+the folder (or any entry in it) at any time: a missing entry is a miss.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import stat
+import tempfile
+import time
+from collections.abc import Callable
+from contextlib import suppress
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from judge.lru import evict_oldest
+from judge.package import Limits
+from judge.sandbox.base import RunOutcome, SandboxError, Session
+from judge.sandbox.local_fs import remove_tree
+
+log = logging.getLogger("memorace.buildcache")
+FORMAT = 1  # bump when an entry's layout or the key's inputs change
+MANIFEST = "manifest.json"
+PAYLOAD = "payload"  # what the sandbox exported: restored as the build's output
+TMP = ".tmp"
+MAX_ENTRIES = 20_000  # files and folders of one entry; more is not kept
+GRACE_S = 60.0  # entries used this recently are not evicted (a reader may be restoring one)
+STALE_TMP_S = 3600.0
+DEFAULT_MB = 1024
+
+
+class NotCacheable(Exception):
+    """This tree cannot be kept (too big, too many entries, a fifo, a path too long)."""
+
+
+@dataclass(frozen=True)
+class Entry:
+    payload: Path
+    meta: dict[str, Any]  # what the sandbox noted on export (e.g. the build's uid)
+
+
+def tree_digest(root: Path, max_bytes: int | None = None) -> tuple[str, int]:
+    """(sha256, bytes) of a tree: every path, its kind, mode bits and contents or link
+    target (owners and times left out). An iterative walk in sorted order."""
+    h, total, count, todo = hashlib.sha256(), 0, 0, [b""]
+    base = os.fsencode(root)
+    while todo:
+        rel = todo.pop()
+        try:
+            names = sorted(os.listdir(base + rel if rel else base))
+        except OSError as exc:
+            raise NotCacheable(f"unreadable folder: {exc.strerror}") from None
+        for name in reversed(names):  # popped in sorted order
+            path_rel = rel + b"/" + name if rel else name
+            count += 1
+            if count > MAX_ENTRIES:
+                raise NotCacheable(f"more than {MAX_ENTRIES} files")
+            size = _hash_entry(h, base + b"/" + path_rel, path_rel, todo)
+            total += size
+            if max_bytes is not None and total > max_bytes:
+                raise NotCacheable(f"more than {max_bytes} bytes")
+    return h.hexdigest(), total
+
+
+def _hash_entry(h: Any, path: bytes, rel: bytes, todo: list[bytes]) -> int:
+    try:
+        st = os.lstat(path)
+    except OSError as exc:
+        raise NotCacheable(f"unreadable entry: {exc.strerror}") from None
+    mode = stat.S_IMODE(st.st_mode)
+    if stat.S_ISDIR(st.st_mode):
+        h.update(b"D%o\0%s\0" % (mode, rel))
+        todo.append(rel)
+        return 0
+    try:
+        if stat.S_ISLNK(st.st_mode):
+            h.update(b"L\0%s\0%s\0" % (rel, os.readlink(path)))
+            return 0
+        if not stat.S_ISREG(st.st_mode):
+            raise NotCacheable("a file that is neither a regular file, a folder nor a link")
+        h.update(b"F%o %d\0%s\0" % (mode, st.st_size, rel))
+        with open(path, "rb") as fh:
+            for chunk in iter(lambda: fh.read(1 << 20), b""):
+                h.update(chunk)
+    except OSError as exc:
+        raise NotCacheable(f"unreadable entry: {exc.strerror}") from None
+    return st.st_size
+
+
+def build_key(source_digest: str, build: list[str], sandbox: str, limits: dict[str, Any]) -> str:
+    """The key of a build: the submission's files, the command, the sandbox, the limits."""
+    inputs = {"format": FORMAT, "source": source_digest, "build": build, "sandbox": sandbox}
+    blob = json.dumps({**inputs, "limits": limits}, sort_keys=True).encode()
+    return hashlib.sha256(blob).hexdigest()
+
+
+def read_manifest(data: bytes) -> dict[str, Any] | None:
+    """A manifest's fields, or None when `data` is not one (never raises)."""
+    try:
+        found = json.loads(data)
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(found, dict) or found.get("format") != FORMAT:
+        return None
+    kinds = {"key": str, "digest": str, "bytes": int, "meta": dict}
+    if any(type(found.get(name)) is not kind for name, kind in kinds.items()):
+        return None
+    return found if found["bytes"] >= 0 else None
+
+
+class BuildCache:
+    def __init__(self, folder: Path, max_bytes: int, grace_s: float = GRACE_S):
+        self.folder, self.max_bytes, self.grace_s = Path(folder), max_bytes, grace_s
+        self.usable = max_bytes > 0 and _own_folder(self.folder)
+
+    def path(self, key: str) -> Path:
+        return self.folder / key[:2] / key
+
+    def get(self, key: str) -> Entry | None:
+        """The entry of `key`, checked whole (touched: recently used), or None; a damaged
+        one is removed."""
+        if not self.usable:
+            return None
+        path = self.path(key)
+        try:
+            manifest = read_manifest((path / MANIFEST).read_bytes())
+        except OSError:
+            manifest = None
+        if manifest is None or manifest["key"] != key or not self._intact(path, manifest):
+            if path.exists():
+                log.warning("build cache: entry %s is damaged; it is removed", key[:16])
+                self.discard(key)
+            return None
+        with suppress(OSError):
+            os.utime(path)
+        return Entry(path / PAYLOAD, manifest["meta"])
+
+    def put(self, key: str, export: Callable[[Path], dict[str, Any]]) -> bool:
+        """Keep what `export(folder)` writes into an empty folder (it returns the notes
+        `restore` needs); False when it is not kept (too big, an export error)."""
+        if not self.usable:
+            return False
+        tmp_root = self.folder / TMP
+        try:  # an operator may have removed the whole folder meanwhile
+            tmp_root.mkdir(mode=0o700, parents=True, exist_ok=True)
+            tmp = Path(tempfile.mkdtemp(dir=tmp_root))
+        except OSError:
+            return False
+        try:
+            meta = export(tmp / PAYLOAD)
+            digest, size = tree_digest(tmp / PAYLOAD, self.max_bytes // 2)
+            manifest = {"format": FORMAT, "key": key, "digest": digest, "bytes": size}
+            (tmp / MANIFEST).write_text(json.dumps({**manifest, "meta": meta}))
+            self.path(key).parent.mkdir(mode=0o700, exist_ok=True)
+            os.replace(tmp, self.path(key))  # fails when another process kept it first
+        except (OSError, NotCacheable, SandboxError) as exc:
+            log.info("build cache: build %s not kept (%s)", key[:16], exc)
+            return False
+        finally:
+            _remove(tmp, tmp_root)
+        self.evict()
+        return True
+
+    def discard(self, key: str) -> None:
+        _remove(self.path(key), self.folder / TMP)
+
+    def evict(self) -> None:
+        """Least recently used first, until the entries fit the bound."""
+        tmp_root = self.folder / TMP
+        evict_oldest(self._entries(), self.max_bytes, self.grace_s, lambda p: _remove(p, tmp_root))
+        _sweep(tmp_root)
+
+    def _entries(self) -> list[tuple[float, int, Path]]:
+        found = []
+        for prefix in self.folder.glob("??"):
+            for path in prefix.iterdir():
+                with suppress(OSError):
+                    manifest = read_manifest((path / MANIFEST).read_bytes())
+                    size = manifest["bytes"] if manifest else self.max_bytes + 1  # junk: out
+                    found.append((path.stat().st_mtime, size, path))
+        return found
+
+    def _intact(self, path: Path, manifest: dict[str, Any]) -> bool:
+        try:
+            digest, size = tree_digest(path / PAYLOAD, manifest["bytes"])
+        except NotCacheable:
+            return False
+        return digest == manifest["digest"] and size == manifest["bytes"]
+
+
+def cache_from_env() -> BuildCache | None:
+    """The cache MEMORACE_BUILD_CACHE_DIR names (at most MEMORACE_BUILD_CACHE_MB), or None."""
+    folder = os.environ.get("MEMORACE_BUILD_CACHE_DIR", "")
+    if not folder:
+        return None
+    return BuildCache(
+        Path(folder), int(os.environ.get("MEMORACE_BUILD_CACHE_MB", DEFAULT_MB)) << 20
+    )
+
+
+def _own_folder(folder: Path) -> bool:
+    """Made when missing; usable only when it is ours and no one else may write in it
+    (a planner that could write there could serve its build for another's bytes)."""
+    with suppress(FileExistsError):
+        folder.mkdir(mode=0o700, parents=True)
+    try:
+        st = folder.lstat()
+    except OSError:
+        return False
+    ours = stat.S_ISDIR(st.st_mode) and st.st_uid == os.geteuid() and not st.st_mode & 0o022
+    if not ours:
+        log.warning(
+            "build cache off: %s must be a folder of this user, writable by it only", folder
+        )
+    return ours
+
+
+def _sweep(tmp_root: Path) -> None:
+    """Temporaries left by a process killed while it kept an entry."""
+    old = time.time() - STALE_TMP_S
+    with suppress(FileNotFoundError):
+        for path in tmp_root.iterdir():
+            with suppress(FileNotFoundError):
+                if path.lstat().st_mtime < old:
+                    _remove(path, tmp_root)
+
+
+def _remove(path: Path, tmp_root: Path) -> None:
+    """Gone at once for readers: renamed aside, then deleted."""
+    aside = tmp_root / f"gone-{os.getpid()}-{time.monotonic_ns()}"
+    try:
+        tmp_root.mkdir(mode=0o700, exist_ok=True)
+        path.rename(aside)
+        remove_tree(aside)  # also folders the build made unwritable
+    except OSError:
+        return
+
+
+HIT_NOTE = "(the build cache had this build: these files, built by this command here before)"
+
+
+def cached_build(
+    session: Session,
+    source: Path,
+    build: list[str] | None,
+    limits: Limits,
+    timeout_s: float,
+    cache: BuildCache | None,
+) -> tuple[RunOutcome | None, bool]:
+    """session.build(timeout_s), or the kept output of the same build restored into the
+    session; (outcome, from the cache). A successful build is kept for the next time."""
+    identity = session.build_identity() if cache and cache.usable and build else None
+    if cache is None or build is None or identity is None:
+        return session.build(timeout_s), False
+    try:
+        source_digest, _ = tree_digest(source)
+    except NotCacheable:
+        return session.build(timeout_s), False
+    bounds = {"memory_limit_mb": limits.memory_limit_mb, "cpus": limits.cpus, "gpus": limits.gpus}
+    key = build_key(source_digest, build, identity, {**bounds, "build_timeout_s": timeout_s})
+    if (entry := cache.get(key)) is not None:
+        try:
+            session.restore_build(entry.payload, entry.meta)
+            log.info("build cache: hit %s", key[:16])
+            return RunOutcome(0, 0.0, log=HIT_NOTE), True
+        except (OSError, SandboxError) as exc:  # evicted meanwhile, or a damaged tree
+            log.warning("build cache: entry %s not restored (%s); building", key[:16], exc)
+    built = session.build(timeout_s)
+    if built is not None and built.exit_code == 0 and not built.timed_out:
+        cache.put(key, session.export_build)
+    return built, False
