@@ -434,8 +434,8 @@ def main():
                                  greedy.recomputed))  # fmt: skip
     try:
         if search.best is not None:
+            search.paced_seeds(target)  # first: a paced plan is better for placing again
             search.replaced()
-            search.paced_seeds(target)
         search.ranked_seeds(target)
         if search.best is not None:
             search.replaced()
