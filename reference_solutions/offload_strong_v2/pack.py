@@ -25,7 +25,8 @@ JUDGE = ("__init__.py", "errors.py", "csvtable.py", "verdict.py", "types/__init_
 
 def members() -> list[tuple[str, Path]]:
     """(name in the archive, source file), sorted by name."""
-    files = [(n, HERE / n) for n in ("strong.py", "nvme_pace.py", "placing.py", "memorace.toml")]
+    ours = ("strong.py", "judged.py", "nvme_pace.py", "placing.py", "skyline.py", "memorace.toml")
+    files = [(n, HERE / n) for n in ours]
     files += [(n, ROOT / "reference_solutions" / n)
               for n in ("offload_greedy.py", "offload_strong.cpp")]  # fmt: skip
     for pattern in JUDGE:

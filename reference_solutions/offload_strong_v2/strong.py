@@ -3,7 +3,8 @@
 
 v1 cases (no v2 field) go to the C++ planner `offload_strong.cpp` (built as
 ./strong_v1 by memorace.toml). On v2 cases, anytime, every better plan written at once:
-1. greedy's plan (offload_greedy.py), so the result is never below greedy;
+1. greedy's plan (offload_greedy.py), so the result is never below greedy, then the
+   same plan placed again by each release-aware placer (again after the seeds);
 2. with tensors that start on NVMe: the same choice with their copy-ins paced so that
    the NVMe reads run back to back from time 0 (nvme_pace.py; half the budget);
 3. seeds (60 % of the budget left), for each of three ways to rank the idle gaps to park
@@ -13,16 +14,18 @@ v1 cases (no v2 field) go to the C++ planner `offload_strong.cpp` (built as
    (the ranks whose descent did best first, equal shares) the choice of what to park
    at the highest memory target whose plan fits (bisection), with copy-ins moved early
    only up to a lower fill level (room left for fragmentation), placed longest window
-   first or by first fit; on the best target, lower fill levels and the other ways out
-   (compress whenever it saves link time or never; recompute whenever the sources are
-   held);
+   first or, where that does not fit, by the denser skyline, both keeping off bytes that
+   a copy-out is still moving when they come in (placing.py); on the best target,
+   lower fill levels and the other ways out (compress whenever it saves link time or
+   never; recompute whenever the sources are held);
 4. local search on the best plan, led by the judge's own timing (a bundled copy of
    judge.types.offload computes the exact makespan): for the steps that wait longest,
    fetch the late residency earlier or later (one at a time, or all led ones a step
    at once), raise its copy priority or that of the copy-out whose bytes it waits for,
    keep it resident over the gap before it, toggle its compression; then keep
    residencies over the gaps with the least compute time; then random moves. A moved
-   residency keeps its offset or takes the lowest free gap (all placed again if none).
+   residency keeps its offset or takes the lowest free gap, one clear of running
+   copy-outs first (all placed again if none).
 The search stops at 75 % of time_limit_s (at most time_limit_s - 4 s).
 """
 
@@ -35,6 +38,8 @@ import traceback
 from fractions import Fraction
 from pathlib import Path
 
+from judged import Judge
+
 HERE = Path(__file__).resolve().parent
 V2_KEYS = {"h2d_latency", "d2h_latency", "host_capacity", "nvme"}
 SEED_KNOBS = ((2, False), (0, False), (None, False), (2, True), (0, True))
@@ -42,6 +47,11 @@ SEED_KNOBS = ((2, False), (0, False), (None, False), (2, True), (0, True))
 # greedy's longest idle time; idle time per square root of bytes (small tensors parked
 # first, the large ones kept resident when their reload would hold the link long at
 # once: a decode's embedding and LM head); idle byte-time (large tensors first).
+# Placements tried in turn until one fits (placing.py, skyline.py), each aware of the
+# copy-outs still running (the densest, the skyline, last: its plans wait more); two,
+# as a plan that fits neither costs the seeds both. The best plan gets every one.
+PLACERS = ("longest first, release", "skyline, release")
+REPLACERS = (*PLACERS, "first fit, release")
 RANKS = (None, lambda r: (-r[5] / r[4] ** 0.5, -r[4]), lambda r: (-r[5] * r[4], -r[4]))
 
 
@@ -57,33 +67,6 @@ def importable():
     for where in (HERE, HERE.parent, HERE.parent.parent):
         if str(where) not in sys.path:
             sys.path.append(str(where))
-
-
-class Judge:
-    """The exact makespan (µs, a Fraction) of a plan dict, or None when it breaks a rule."""
-
-    def __init__(self, case):
-        from judge.types.offload.case import _KEYS, _OPTIONAL, parse_case
-
-        body = {k: v for k, v in case.items() if k in _KEYS | _OPTIONAL}  # not the limits
-        self.case = parse_case(body, "case.json", int(case["capacity"]))
-
-    def timing(self, raw):
-        from judge.errors import InputError
-        from judge.types.offload.plan import parse_plan
-        from judge.types.offload.rules import check, coverage
-        from judge.types.offload.simulate import simulate
-
-        try:
-            plan = parse_plan(raw, "plan.json", self.case)
-        except InputError:
-            return None, None
-        if coverage(self.case, plan):
-            return None, None
-        message, layout = check(self.case, plan)
-        if message or layout is None:
-            return None, None
-        return simulate(self.case, plan, layout), plan
 
 
 class State:
@@ -110,14 +93,33 @@ class Search:
     def left(self):
         return self.deadline - time.monotonic()
 
-    def place(self, rows, recomputed, placer="first fit"):
-        g, cap = self.g, int(self.case["capacity"])
-        placed = g.as_placed(rows, recomputed)
-        if placer == "longest first":
-            from placing import longest_first_place
+    def place(self, rows, recomputed, placer="first fit", leave=None, priority=None):
+        """Offsets (None past the capacity) by `placer` (placing.placed_by)."""
+        import placing
 
-            return longest_first_place(g, self.tensors, placed, cap, self.kinds, self.n_points)
-        return g.first_fit_place(self.tensors, placed, cap, self.kinds, self.n_points)
+        placed = self.g.as_placed(rows, recomputed)
+        busy = self.busy(placed, placer, leave, priority)
+        return placing.placed_by(self.g, self.case, self.tensors, self.kinds, placed, placer, busy)
+
+    def busy(self, placed, placer, leave, priority):
+        """placing.reach for a release-aware placer (None for the others)."""
+        import placing
+
+        if not placer.endswith(", release") or leave is None:
+            return None
+        return placing.reach(self.case, self.tensors, self.kinds, placed, leave,
+                             priority or {}, self.step_ends(), self.n_points)  # fmt: skip
+
+    def step_ends(self):
+        """Each step's end (µs) by the best plan's timing, or compute alone."""
+        if self.best is not None:
+            unit = self.best_timing.unit
+            return [e / unit for e in self.best_timing.step_end]
+        done, ends = 0, []
+        for d in self.case["steps"]:
+            done += int(d)
+            ends.append(float(done))
+        return ends
 
     def offer(self, state):
         """Judge `state`; keep and write it when it beats the best. True when it did."""
@@ -134,7 +136,8 @@ class Search:
         self.best, self.best_span = state, span
         self.best_timing, self.best_plan = timing, plan
         self.write(raw)
-        print(f"plan makespan={float(span):.3f} t={time.monotonic() - START:.2f}", file=sys.stderr)
+        print(f"plan makespan={float(span):.3f} t={time.monotonic() - START:.2f} {state.placer}",
+              file=sys.stderr)  # fmt: skip
         return True
 
     def write(self, raw):
@@ -150,11 +153,19 @@ class Search:
         g = self.g
         rows = g.residencies(self.tensors, chosen, self.kinds)
         leave, rec = g.ways(self.case, self.tensors, self.kinds, rows, knobs or g.GREEDY)
-        for placer in ("longest first", "first fit"):
-            offsets = self.place(rows, rec, placer)
+        for placer in PLACERS:
+            offsets = self.place(rows, rec, placer, leave)
             if offsets is not None:
                 return State(rows, leave, rec, offsets, placer=placer)
         return None
+
+    def replaced(self):
+        """The best plan placed again by each placer (the best one differs by case)."""
+        b = self.best
+        for placer in REPLACERS:
+            if placer != b.placer and self.left() > 0:
+                offsets = self.place(b.rows, b.recomputed, placer, b.leave, b.priority)
+                self.offer(State(b.rows, b.leave, b.recomputed, offsets, b.priority, placer))
 
     def paced_seeds(self, target):
         """Tensors that start on NVMe fetched at a pace that keeps its reads back to back
@@ -312,7 +323,7 @@ class Search:
                 rows[i][k] = (first, count, value)
                 moved.append((i, k))
         if moved:
-            offsets = self.refit(rows, rec, offsets, moved)
+            offsets = self.refit(rows, rec, offsets, moved, leave, prio)
         return State(rows, leave, rec, offsets, prio, b.placer)
 
     def merged(self, i, k, rows, leave, rec, prio, offsets):
@@ -331,36 +342,19 @@ class Search:
         prio = {shift(x): v for x, v in prio.items() if x != (i, k + 1)}
         return leave, rec, prio, offsets
 
-    def refit(self, rows, rec, offsets, moved):
+    def refit(self, rows, rec, offsets, moved, leave, prio):
         """Offsets for `rows` (the best state's, residencies `moved` refetched): each moved
-        one keeps its offset, or takes the lowest gap its new window leaves; all placed
+        one keeps its offset or takes the lowest free gap (placing.refit); all placed
         again only when there is none."""
-        import numpy as np
+        import placing
 
-        b, cap = self.best, int(self.case["capacity"])
-        res = self.g.windows(self.tensors, self.g.as_placed(rows, rec), self.kinds,
-                             self.n_points)  # fmt: skip
-        offsets = [list(o) for o in offsets]
-        where = {(i, k): n for n, (_, _, i, k) in enumerate(res)}
-        lo_at = np.array([r[0] for r in res], np.int64)
-        hi_at = np.array([r[1] for r in res], np.int64)
-        start = np.array([offsets[i][k] for _, _, i, k in res], np.int64)
-        end = start + np.array([self.tensors[i][1] for _, _, i, _ in res], np.int64)
-        for i, k in moved:
-            n, (lo, hi, _, _) = where[(i, k)], res[where[(i, k)]]
-            size, align = self.tensors[i][1], self.tensors[i][2]
-            near = (lo_at <= hi) & (hi_at >= lo)
-            near[n] = False
-            taken = sorted(zip(start[near].tolist(), end[near].tolist(), strict=True))
-            off = offsets[i][k]
-            if any(a < off + size and off < e for a, e in taken):
-                from placing import lowest_gap
-
-                off = lowest_gap(taken, size, align)
-                if off + size > cap:
-                    return self.place(rows, rec, b.placer)
-            offsets[i][k], start[n], end[n] = off, off, off + size
-        return offsets
+        placer = self.best.placer
+        placed = self.g.as_placed(rows, rec)
+        busy = self.busy(placed, placer, leave, prio)
+        res = self.g.windows(self.tensors, placed, self.kinds, self.n_points)
+        cap = int(self.case["capacity"])
+        got = placing.refit(self.tensors, res, offsets, moved, cap, busy)
+        return got if got is not None else self.place(rows, rec, placer, leave, prio)
 
     def led(self):
         """Moves for the residencies behind the longest stalls, longest first."""
@@ -440,9 +434,11 @@ def main():
                                  greedy.recomputed))  # fmt: skip
     try:
         if search.best is not None:
-            search.paced_seeds(target)
+            search.paced_seeds(target)  # first: a paced plan is better for placing again
+            search.replaced()
         search.ranked_seeds(target)
         if search.best is not None:
+            search.replaced()
             search.improve()
     except Exception:  # a bug in the search must not lose the plan already written
         traceback.print_exc()
