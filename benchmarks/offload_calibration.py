@@ -19,6 +19,7 @@ request per step, decode passes that stream the weights) were link-bound (88-99 
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import resource
@@ -124,8 +125,11 @@ def main(slugs: list[str], strong_limit: float = 15.0) -> None:
 
 
 if __name__ == "__main__":
-    args = sys.argv[1:]
-    limit = 15.0
-    if args[:1] == ["--strong-limit"]:
-        limit, args = float(args[1]), args[2:]
-    main(args or ["train-offload", "infer-offload"], limit)
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("slugs", nargs="*", default=["train-offload", "infer-offload"])
+    parser.add_argument("--strong-limit", type=float, default=15.0, help="seconds per case")
+    options = parser.parse_args()
+    for slug in options.slugs:
+        if not (ROOT / "problems" / slug / "problem.toml").is_file():
+            parser.error(f"no problem package problems/{slug}")
+    main(options.slugs, options.strong_limit)
