@@ -42,7 +42,7 @@ from sqlalchemy.orm import ORMExecuteState, Session
 
 from api import flights, news, tokencache
 from api.db import board
-from api.written import Written
+from api.written import Written, table_of
 
 T = TypeVar("T")
 STALENESS_S = float(os.environ.get("MEMORACE_READ_STALENESS_S") or 0.25)
@@ -201,10 +201,6 @@ def _name(table: Any) -> str | None:
     return getattr(table, "name", None)
 
 
-def _table_of(obj: Any) -> str | None:
-    return _name(getattr(type(obj), "__table__", None))
-
-
 def _written(session: Session) -> Written:
     found = session.info.get(WROTE)
     if found is None:
@@ -220,7 +216,7 @@ def _after_flush(session: Session, _context: Any) -> None:
         for obj in changed:
             wrote.note_row(obj, session)
     # A new user or token is in no cache; an edited or deleted one may be.
-    if any(_table_of(o) in AUTH_TABLES for o in (*session.dirty, *session.deleted)):
+    if any(table_of(o) in AUTH_TABLES for o in (*session.dirty, *session.deleted)):
         session.info[AUTH] = True
 
 

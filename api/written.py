@@ -40,8 +40,7 @@ class Written:
 
     def note_row(self, obj: Any, session: Any) -> None:
         """A flushed ORM object (new, changed or deleted)."""
-        table = getattr(getattr(type(obj), "__table__", None), "name", None)
-        if table in UNSEEN_TABLES:
+        if table_of(obj) in UNSEEN_TABLES:
             return
         if isinstance(obj, Submission) and obj.team_id is not None:
             self.teams.add(obj.team_id)
@@ -74,6 +73,11 @@ class Written:
         sub_id = next(iter(self.submissions)) if len(self.submissions) == 1 else 0
         team = next(iter(self.teams))
         return news.News(sub_id, self.queue, team, self.board, auth, news.ORIGIN)
+
+
+def table_of(obj: Any) -> str | None:
+    """The table an ORM object is a row of (None: not a mapped row)."""
+    return getattr(getattr(type(obj), "__table__", None), "name", None)
 
 
 def _loaded_submission(session: Any, sub_id: int | None) -> Submission | None:

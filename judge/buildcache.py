@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from judge.lru import evict_oldest
+from judge.lru import evict_oldest, sweep_stale
 from judge.package import Limits
 from judge.sandbox.base import RunOutcome, SandboxError, Session
 from judge.sandbox.local_fs import remove_tree
@@ -43,7 +43,6 @@ PAYLOAD = "payload"  # what the sandbox exported: restored as the build's output
 TMP = ".tmp"
 MAX_ENTRIES = 20_000  # files and folders of one entry; more is not kept
 GRACE_S = 60.0  # entries used this recently are not evicted (a reader may be restoring one)
-STALE_TMP_S = 3600.0
 DEFAULT_MB = 1024
 
 
@@ -186,7 +185,7 @@ class BuildCache:
         """Least recently used first, until the entries fit the bound."""
         tmp_root = self.folder / TMP
         evict_oldest(self._entries(), self.max_bytes, self.grace_s, lambda p: _remove(p, tmp_root))
-        _sweep(tmp_root)
+        sweep_stale(tmp_root, lambda p: _remove(p, tmp_root))
 
     def _entries(self) -> list[tuple[float, int, Path]]:
         found = []
@@ -231,16 +230,6 @@ def _own_folder(folder: Path) -> bool:
             "build cache off: %s must be a folder of this user, writable by it only", folder
         )
     return ours
-
-
-def _sweep(tmp_root: Path) -> None:
-    """Temporaries left by a process killed while it kept an entry."""
-    old = time.time() - STALE_TMP_S
-    with suppress(FileNotFoundError):
-        for path in tmp_root.iterdir():
-            with suppress(FileNotFoundError):
-                if path.lstat().st_mtime < old:
-                    _remove(path, tmp_root)
 
 
 def _remove(path: Path, tmp_root: Path) -> None:

@@ -17,11 +17,10 @@ from collections.abc import Callable
 from contextlib import suppress
 from pathlib import Path
 
-from judge.lru import evict_oldest
+from judge.lru import evict_oldest, sweep_stale
 
 GRACE_S = 60.0
 TMP = ".tmp"  # temporaries; never a two-letter entry folder
-STALE_TMP_S = 3600.0
 
 
 class BlobCache:
@@ -70,7 +69,7 @@ class BlobCache:
         self.added = 0
         tmp_root = self.folder / TMP
         evict_oldest(self._entries(), self.max_bytes, self.grace_s, lambda p: _remove(p, tmp_root))
-        self._sweep_temporaries()
+        sweep_stale(tmp_root, lambda p: _remove(p, tmp_root))
 
     def used_bytes(self) -> int:
         return sum(size for _, size, _ in self._entries())
@@ -82,15 +81,6 @@ class BlobCache:
                 with suppress(FileNotFoundError):  # evicted by another process meanwhile
                     found.append((path.stat().st_mtime, _size(path), path))
         return found
-
-    def _sweep_temporaries(self) -> None:
-        # Left by a process killed while filling an entry.
-        old = time.time() - STALE_TMP_S
-        with suppress(FileNotFoundError):
-            for path in (self.folder / TMP).iterdir():
-                with suppress(FileNotFoundError):
-                    if path.lstat().st_mtime < old:
-                        _remove(path, self.folder / TMP)
 
     def _tmp_file(self, tmp_root: Path) -> Path:
         fd, name = tempfile.mkstemp(dir=tmp_root)

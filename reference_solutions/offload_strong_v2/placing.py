@@ -60,8 +60,9 @@ def place(g, tensors, placed, capacity, kinds, n_points, order="first fit", reac
 
 
 def gap_among(start, end, near, size, align):
-    """The lowest aligned gap for `size` bytes among the placed ranges where `near`
-    (lowest_gap at once: the gap after a range starts past every end before it)."""
+    """The lowest aligned offset where `size` bytes fit below, between or above the
+    placed ranges where `near` (all at once: the gap after the ranges that start first
+    opens above the highest end among them)."""
     import numpy as np
 
     first, last = start[: len(near)][near], end[: len(near)][near]
@@ -72,17 +73,6 @@ def gap_among(start, end, near, size, align):
     cand = -(-np.concatenate(([0], top)) // align) * align
     ok = np.flatnonzero(cand[:-1] + size <= first[by])
     return int(cand[ok[0]] if ok.size else cand[-1])
-
-
-def lowest_gap(taken, size, align):
-    """The lowest aligned offset where `size` bytes fit below, between or above the
-    ranges `taken` (sorted (start, end) pairs)."""
-    off = 0
-    for a, b in taken:
-        if off + size <= a:
-            break
-        off = max(off, -(-b // align) * align)
-    return off
 
 
 def reach(case, tensors, kinds, placed, leave, priority, ends, n_points):
@@ -129,10 +119,9 @@ def refit(tensors, res, offsets, moved, capacity, reach=None):
         size, align, off = tensors[i][1], tensors[i][2], offsets[i][k]
         for near in ((lo_at <= far_at[n]) & (far_at >= lo), (lo_at <= hi) & (hi_at >= lo)):
             near[n] = False
-            taken = sorted(zip(start[near].tolist(), end[near].tolist(), strict=True))
-            if not any(a < off + size and off < e for a, e in taken):
+            if not np.any((start[near] < off + size) & (end[near] > off)):
                 break  # its place is clear
-            gap = lowest_gap(taken, size, align)
+            gap = gap_among(start, end, near, size, align)
             if gap + size <= capacity:
                 off = gap
                 break
