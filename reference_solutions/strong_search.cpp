@@ -50,8 +50,11 @@
 //      While the seed is above the capacity, the same search also runs on
 //      the buffers plus "fillers" that fill every section to the capacity
 //      (guesses at the pieces removed from a perfect packing, MiniMalloc's
-//      challenging cases; see fillerBuffers), up to 16 distinct guesses and
-//      the buffers alone, two a round in turn, sharing a budget like ours.
+//      challenging cases; see fillerBuffers), up to 256 distinct guesses and
+//      the buffers alone, each built when first tried (FillerGuesses) and
+//      tried at a small budget in turn after each of our rounds, for half
+//      its time: a right guess fits almost at once, so many cheap guesses
+//      beat a few long ones.
 //      These searches branch on a full section (narrowToTightSection): with
 //      no room to waste, one of its members must sit at the lowest floor.
 //      First T = capacity (only if the seed does not fit), then T is tightened
@@ -95,6 +98,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <ctime>
 #include <fstream>
 #include <functional>
@@ -2004,6 +2008,21 @@ class CanonicalSearch {
 // Anytime driver: fit the capacity, then tighten the height.
 // ---------------------------------------------------------------------------
 
+class Tightener;
+
+// The padded searches (fillerBuffers) the capacity fit turns to in rotation;
+// a pool may build each guess when first asked for it.
+class PaddedPool {
+ public:
+  virtual ~PaddedPool() = default;
+  // The next guess in rotation, or nullptr when none is left.
+  virtual Tightener* next() = 0;
+  // The guess next() returned last was proven infeasible: it leaves.
+  virtual void dropLast() = 0;
+  // How many times the rotation has gone over every guess.
+  virtual int passes() const = 0;
+};
+
 class Tightener {
  public:
   using Result = CanonicalSearch::Result;
@@ -2037,31 +2056,36 @@ class Tightener {
 
   // Phase 1: the seed is above capacity; search under the capacity with
   // growing budgets.  Returns false if that was proven impossible.
-  // `padded` (see fillerBuffers) search the same buffers plus fillers, with
-  // full-section branching; after each of our rounds kPaddedPerRound of
-  // them, in turn, share our budget (spreading it over all of them each
-  // round fitted fewer: a right guess needs a few larger tries).  When
-  // fillers fit, the search is nearly forced: small budgets do, and past
-  // kMaxPaddedBudget they stop, so a case they do not help loses little
-  // (MiniMalloc E needs the plain search's time).
+  // `pool`'s padded searches (see fillerBuffers) search the same buffers plus
+  // fillers, with full-section branching; after each of our rounds they get
+  // half its time, in turn, each at a small budget.  When the fillers are
+  // right the search is nearly forced, so many guesses at small budgets beat
+  // a few at large ones (dev seeds 2000-2059, 10 s: 16 guesses, 2 a round
+  // sharing a round's budget, none past 64 per buffer: 52/60; 256 guesses
+  // at 16 per buffer, half our time: 55/60, MiniMalloc E 3.9 -> 1.3 s CPU, a
+  // guess fits it).  Budgets, not time, made D and F slow: a guess's search
+  // costs several times ours per placement (fillers add buffers), hence time.
   // A fit of theirs is a fit of ours (fillers dropped); their failure proves
   // nothing about ours, so a padded search found infeasible just leaves.
-  bool fitCapacity(i64 capacity, std::vector<Tightener*> padded = {}) {
-    size_t next = 0;
+  bool fitCapacity(i64 capacity, PaddedPool* pool = nullptr) {
     for (i64 budget = 2; !deadline_.passed(); budget *= 2) {
+      const double start = elapsedSeconds();
       Result r = attempt(roundDown(capacity), budget);
       if (r == Result::kFound) return true;
       if (r == Result::kInfeasible) return false;
-      if (budget > kMaxPaddedBudget) padded.clear();
-      for (int k = 0; k < kPaddedPerRound && !padded.empty() && !deadline_.passed(); ++k) {
-        const size_t i = next++ % padded.size();
-        Tightener* pad = padded[i];
-        r = pad->attempt(pad->roundDown(capacity), std::max<i64>(1, budget / kPaddedPerRound), true);
+      // The guesses' time this round: a share of ours (a guess's search can
+      // cost far more per placement than ours: fillers add buffers).
+      const double until = elapsedSeconds() + std::max(kMinGuessSeconds, kGuessShare * (elapsedSeconds() - start));
+      for (int k = 0; pool != nullptr && elapsedSeconds() < until && !deadline_.passed(); ++k) {
+        Tightener* pad = pool->next();
+        if (pad == nullptr) break;
+        const i64 guessBudget = kGuessBudget << std::min(2 * pool->passes(), 20);
+        r = pad->attempt(pad->roundDown(capacity), guessBudget, true);
         if (r == Result::kFound && pad->peak() <= capacity) {
           adopt(pad->offsets());
           return true;
         }
-        if (r == Result::kInfeasible) padded.erase(padded.begin() + (long)i);  // cannot complete
+        if (r == Result::kInfeasible) pool->dropLast();  // cannot complete
       }
     }
     return false;
@@ -2146,9 +2170,13 @@ class Tightener {
   i64 roundDown(i64 height) const { return height - height % grain_; }
 
   static constexpr int kRandomPerRound = 4;
-  static constexpr int kPaddedPerRound = 2;
   static constexpr double kRandomFrac = 0.5;
-  static constexpr i64 kMaxPaddedBudget = 64;
+  // Filler guesses: each try gets kGuessBudget per buffer (times 4 for every
+  // pass the rotation has made over all guesses); after each of our rounds
+  // they get kGuessShare of its time (at least kMinGuessSeconds).
+  static constexpr i64 kGuessBudget = 16;
+  static constexpr double kGuessShare = 0.5;
+  static constexpr double kMinGuessSeconds = 0.005;
   CanonicalSearch& search_;
   int nextRandom_ = 0;
   i64 grain_ = 0;
@@ -2234,7 +2262,7 @@ std::vector<SearchBuffer> fillerBuffers(const std::vector<SearchBuffer>& buffers
 
 // Filler guesses searched beside the real problem while it does not fit, on
 // cases of up to kMaxPaddedBuffers search buffers (MiniMalloc's have 150-300).
-constexpr int kFillerVariants = 16;
+constexpr int kFillerVariants = 256;
 constexpr size_t kMaxPaddedBuffers = 2000;
 
 // Limits that keep the search's memory bounded (a few hundred MB at most).
@@ -2261,6 +2289,79 @@ bool searchIsAffordable(const std::vector<Buffer>& buffers) {
   }
   return 2 * pairs <= kMaxSearchEntries;
 }
+
+// The filler guesses of one case (variant -1: the buffers alone, then
+// fillerBuffers' variants), each distinct one built into a padded search when
+// the rotation first reaches it: building costs about as much as a small
+// search, so the hundreds a case may try are not all paid for up front.
+class FillerGuesses : public PaddedPool {
+ public:
+  FillerGuesses(const std::vector<SearchBuffer>& buffers, i64 capacity, int variants,
+                std::vector<i64> seed, const Deadline& deadline, Tightener::OnImprove onImprove)
+      : buffers_(buffers), capacity_(capacity), variants_(variants), seed_(std::move(seed)),
+        deadline_(deadline), onImprove_(std::move(onImprove)) {}
+
+  Tightener* next() override {
+    if (cursor_ >= rotation_.size() && buildNext()) return rotation_[last_ = cursor_++];
+    if (rotation_.empty()) return nullptr;
+    if (cursor_ >= rotation_.size()) {
+      cursor_ = 0;
+      ++passes_;
+    }
+    return rotation_[last_ = cursor_++];
+  }
+
+  void dropLast() override {
+    rotation_.erase(rotation_.begin() + (long)last_);
+    if (cursor_ > last_) --cursor_;
+  }
+
+  int passes() const override { return passes_; }
+  int built() const { return (int)searches_.size(); }
+
+ private:
+  // Builds the next distinct guess and appends it to the rotation.
+  bool buildNext() {
+    while (nextVariant_ < variants_ && !deadline_.passed()) {
+      const int v = nextVariant_++;
+      std::vector<SearchBuffer> fillers;
+      if (v >= 0) fillers = fillerBuffers(buffers_, capacity_, v);
+      if (v >= 0 && fillers.empty()) break;  // the buffers fill every section
+      std::vector<std::array<i64, 3>> key;
+      for (const SearchBuffer& f : fillers) key.push_back({f.lower, f.upper, f.size});
+      std::sort(key.begin(), key.end());
+      if (!seen_.insert(std::move(key)).second) continue;
+      padBuffers_.push_back(buffers_);  // a deque: Tighteners keep references
+      padBuffers_.back().insert(padBuffers_.back().end(), fillers.begin(), fillers.end());
+      auto search = std::make_unique<CanonicalSearch>(padBuffers_.back());
+      if (!search->build(kMaxSearchEntries)) break;
+      std::vector<i64> padSeed = seed_;
+      padSeed.resize(padBuffers_.back().size(), 0);
+      tighteners_.push_back(std::make_unique<Tightener>(*search, padSeed, padBuffers_.back(),
+                                                        deadline_, onImprove_));
+      searches_.push_back(std::move(search));
+      rotation_.push_back(tighteners_.back().get());
+      return true;
+    }
+    nextVariant_ = variants_;
+    return false;
+  }
+
+  const std::vector<SearchBuffer>& buffers_;
+  i64 capacity_;
+  int variants_;
+  std::vector<i64> seed_;
+  const Deadline& deadline_;
+  Tightener::OnImprove onImprove_;
+  int nextVariant_ = -1;
+  std::deque<std::vector<SearchBuffer>> padBuffers_;
+  std::vector<std::unique_ptr<CanonicalSearch>> searches_;
+  std::vector<std::unique_ptr<Tightener>> tighteners_;
+  std::vector<Tightener*> rotation_;
+  std::set<std::vector<std::array<i64, 3>>> seen_;
+  size_t cursor_ = 0, last_ = 0;
+  int passes_ = 0;
+};
 
 void runSearch(Job& job) {
   const std::vector<Buffer>& buffers = *job.buffers;
@@ -2309,37 +2410,10 @@ void runSearch(Job& job) {
   }
   bool fits = tightener.peak() <= job.capacity;
   if (!fits) {
-    // The padded searches (fillerBuffers) keep their buffers and searches
-    // alive here; each reports a fit through onImprove, real buffers first.
-    std::vector<std::vector<SearchBuffer>> padBuffers;
-    std::vector<std::unique_ptr<CanonicalSearch>> padSearches;
-    std::vector<std::unique_ptr<Tightener>> padTighteners;
-    std::vector<Tightener*> padded;
-    padBuffers.reserve(kFillerVariants + 1);  // Tighteners keep references into it
     const int variants = searchBuffers.size() <= kMaxPaddedBuffers ? kFillerVariants : -1;
-    std::set<std::vector<std::array<i64, 3>>> seen;  // distinct guesses only
-    // v = -1: no fillers (full-section branching where the buffers alone are full).
-    for (int v = -1; v < variants; ++v) {
-      std::vector<SearchBuffer> fillers;
-      if (v >= 0) fillers = fillerBuffers(searchBuffers, job.capacity, v);
-      if (v >= 0 && fillers.empty()) break;
-      std::vector<std::array<i64, 3>> key;
-      for (const SearchBuffer& f : fillers) key.push_back({f.lower, f.upper, f.size});
-      std::sort(key.begin(), key.end());
-      if (!seen.insert(std::move(key)).second) continue;
-      padBuffers.push_back(searchBuffers);
-      padBuffers.back().insert(padBuffers.back().end(), fillers.begin(), fillers.end());
-      auto padSearch = std::make_unique<CanonicalSearch>(padBuffers.back());
-      if (!padSearch->build(kMaxSearchEntries)) break;
-      std::vector<i64> padSeed = seed;
-      padSeed.resize(padBuffers.back().size(), 0);
-      padTighteners.push_back(std::make_unique<Tightener>(*padSearch, padSeed, padBuffers.back(),
-                                                          job.deadline, onImprove));
-      padded.push_back(padTighteners.back().get());
-      padSearches.push_back(std::move(padSearch));
-    }
-    logLine("search: %zu distinct filler guesses", padded.size());
-    fits = tightener.fitCapacity(job.capacity, padded);
+    FillerGuesses guesses(searchBuffers, job.capacity, variants, seed, job.deadline, onImprove);
+    fits = tightener.fitCapacity(job.capacity, &guesses);
+    logLine("search: %d distinct filler guesses built", guesses.built());
   }
   if (fits) tightener.tighten(lo);
 
