@@ -2062,8 +2062,8 @@ class Tightener {
   // right the search is nearly forced, so many guesses at small budgets beat
   // a few at large ones (dev seeds 2000-2059, 10 s: 16 guesses, 2 a round
   // sharing a round's budget, none past 64 per buffer: 52/60; 256 guesses
-  // at 16 per buffer, half our time: 55/60, MiniMalloc E 3.9 -> 1.3 s CPU, a
-  // guess fits it).  Budgets, not time, made D and F slow: a guess's search
+  // at 16 per buffer, half our time: 55/60).  Budgets, not time, made D and
+  // F slow: a guess's search
   // costs several times ours per placement (fillers add buffers), hence time.
   // A fit of theirs is a fit of ours (fillers dropped); their failure proves
   // nothing about ours, so a padded search found infeasible just leaves.
