@@ -2008,20 +2008,7 @@ class CanonicalSearch {
 // Anytime driver: fit the capacity, then tighten the height.
 // ---------------------------------------------------------------------------
 
-class Tightener;
-
-// The padded searches (fillerBuffers) the capacity fit turns to in rotation;
-// a pool may build each guess when first asked for it.
-class PaddedPool {
- public:
-  virtual ~PaddedPool() = default;
-  // The next guess in rotation, or nullptr when none is left.
-  virtual Tightener* next() = 0;
-  // The guess next() returned last was proven infeasible: it leaves.
-  virtual void dropLast() = 0;
-  // How many times the rotation has gone over every guess.
-  virtual int passes() const = 0;
-};
+class FillerGuesses;
 
 class Tightener {
  public:
@@ -2056,40 +2043,18 @@ class Tightener {
 
   // Phase 1: the seed is above capacity; search under the capacity with
   // growing budgets.  Returns false if that was proven impossible.
-  // `pool`'s padded searches (see fillerBuffers) search the same buffers plus
-  // fillers, with full-section branching; after each of our rounds they get
-  // half its time, in turn, each at a small budget.  When the fillers are
-  // right the search is nearly forced, so many guesses at small budgets beat
-  // a few at large ones (dev seeds 2000-2059, 10 s: 16 guesses, 2 a round
-  // sharing a round's budget, none past 64 per buffer: 52/60; 256 guesses
-  // at 16 per buffer, half our time: 55/60).  Budgets, not time, made D and
-  // F slow: a guess's search
-  // costs several times ours per placement (fillers add buffers), hence time.
+  // The padded searches of `guesses` (see fillerBuffers) search the same
+  // buffers plus fillers, with full-section branching; after each of our
+  // rounds they get half its time, in turn, each at a small budget.  When the
+  // fillers are right the search is nearly forced, so many guesses at small
+  // budgets beat a few at large ones (dev seeds 2000-2059, 10 s: 16 guesses,
+  // 2 a round sharing a round's budget, none past 64 per buffer: 52/60; 256
+  // guesses at 16 per buffer, half our time: 55/60).  Budgets, not time, made
+  // D and F slow: a guess's search costs several times ours per placement
+  // (fillers add buffers), hence time.
   // A fit of theirs is a fit of ours (fillers dropped); their failure proves
   // nothing about ours, so a padded search found infeasible just leaves.
-  bool fitCapacity(i64 capacity, PaddedPool* pool = nullptr) {
-    for (i64 budget = 2; !deadline_.passed(); budget *= 2) {
-      const double start = elapsedSeconds();
-      Result r = attempt(roundDown(capacity), budget);
-      if (r == Result::kFound) return true;
-      if (r == Result::kInfeasible) return false;
-      // The guesses' time this round: a share of ours (a guess's search can
-      // cost far more per placement than ours: fillers add buffers).
-      const double until = elapsedSeconds() + std::max(kMinGuessSeconds, kGuessShare * (elapsedSeconds() - start));
-      for (int k = 0; pool != nullptr && elapsedSeconds() < until && !deadline_.passed(); ++k) {
-        Tightener* pad = pool->next();
-        if (pad == nullptr) break;
-        const i64 guessBudget = kGuessBudget << std::min(2 * pool->passes(), 20);
-        r = pad->attempt(pad->roundDown(capacity), guessBudget, true);
-        if (r == Result::kFound && pad->peak() <= capacity) {
-          adopt(pad->offsets());
-          return true;
-        }
-        if (r == Result::kInfeasible) pool->dropLast();  // cannot complete
-      }
-    }
-    return false;
-  }
+  bool fitCapacity(i64 capacity, FillerGuesses* guesses = nullptr);
 
   // Takes the leading offsets of a padded search (the real buffers) as ours.
   void adopt(const std::vector<i64>& offsets) {
@@ -2312,29 +2277,32 @@ bool searchIsAffordable(const std::vector<Buffer>& buffers) {
 // fillerBuffers' variants), each distinct one built into a padded search when
 // the rotation first reaches it: building costs about as much as a small
 // search, so the hundreds a case may try are not all paid for up front.
-class FillerGuesses : public PaddedPool {
+class FillerGuesses {
  public:
   FillerGuesses(const std::vector<SearchBuffer>& buffers, i64 capacity, int variants,
                 std::vector<i64> seed, const Deadline& deadline, Tightener::OnImprove onImprove)
       : buffers_(buffers), capacity_(capacity), variants_(variants), seed_(std::move(seed)),
         deadline_(deadline), onImprove_(std::move(onImprove)) {}
 
-  Tightener* next() override {
-    if (cursor_ >= rotation_.size() && buildNext()) return rotation_[last_ = cursor_++];
-    if (rotation_.empty()) return nullptr;
-    if (cursor_ >= rotation_.size()) {
+  // The next guess in rotation (a new one while any is left to build), or
+  // nullptr when none is left.
+  Tightener* next() {
+    if (cursor_ >= rotation_.size() && !buildNext()) {
+      if (rotation_.empty()) return nullptr;
       cursor_ = 0;
       ++passes_;
     }
     return rotation_[last_ = cursor_++];
   }
 
-  void dropLast() override {
+  // The guess next() returned last was proven infeasible: it leaves.
+  void dropLast() {
     rotation_.erase(rotation_.begin() + (long)last_);
     if (cursor_ > last_) --cursor_;
   }
 
-  int passes() const override { return passes_; }
+  // How many times the rotation has gone over every guess.
+  int passes() const { return passes_; }
   int built() const { return (int)searches_.size(); }
 
  private:
@@ -2380,6 +2348,31 @@ class FillerGuesses : public PaddedPool {
   size_t cursor_ = 0, last_ = 0;
   int passes_ = 0;
 };
+
+bool Tightener::fitCapacity(i64 capacity, FillerGuesses* guesses) {
+  for (i64 budget = 2; !deadline_.passed(); budget *= 2) {
+    const double start = elapsedSeconds();
+    Result r = attempt(roundDown(capacity), budget);
+    if (r == Result::kFound) return true;
+    if (r == Result::kInfeasible) return false;
+    // The guesses' time this round: a share of ours (a guess's search can
+    // cost far more per placement than ours: fillers add buffers).
+    const double now = elapsedSeconds();
+    const double until = now + std::max(kMinGuessSeconds, kGuessShare * (now - start));
+    while (guesses != nullptr && elapsedSeconds() < until && !deadline_.passed()) {
+      Tightener* pad = guesses->next();
+      if (pad == nullptr) break;
+      const i64 guessBudget = kGuessBudget << std::min(2 * guesses->passes(), 20);
+      r = pad->attempt(pad->roundDown(capacity), guessBudget, true);
+      if (r == Result::kFound && pad->peak() <= capacity) {
+        adopt(pad->offsets());
+        return true;
+      }
+      if (r == Result::kInfeasible) guesses->dropLast();  // cannot complete
+    }
+  }
+  return false;
+}
 
 void runSearch(Job& job) {
   const std::vector<Buffer>& buffers = *job.buffers;
