@@ -2553,20 +2553,42 @@ class FillerGuesses {
       for (const SearchBuffer& f : fillers) key.push_back({f.lower, f.upper, f.size});
       std::sort(key.begin(), key.end());
       if (!seen_.insert(std::move(key)).second) continue;
-      padBuffers_.push_back(buffers_);  // a deque: Tighteners keep references
-      padBuffers_.back().insert(padBuffers_.back().end(), fillers.begin(), fillers.end());
-      auto search = std::make_unique<CanonicalSearch>(padBuffers_.back());
-      if (!search->build(kMaxSearchEntries)) break;
-      std::vector<i64> padSeed = seed_;
-      padSeed.resize(padBuffers_.back().size(), 0);
-      tighteners_.push_back(std::make_unique<Tightener>(*search, padSeed, padBuffers_.back(),
-                                                        deadline_, onImprove_));
-      searches_.push_back(std::move(search));
-      rotation_.push_back(tighteners_.back().get());
+      std::vector<SearchBuffer> padded = buffers_;
+      padded.insert(padded.end(), fillers.begin(), fillers.end());
+      if (!addSearch(mirrored(padded)) || !addSearch(std::move(padded))) break;
       return true;
     }
     nextVariant_ = variants_;
     return false;
+  }
+
+  // The same buffers with time reversed: a plan for them is a plan for the
+  // original (offsets do not depend on the direction of time), but the
+  // search's canonical order and its floors differ, and its time to a fit is
+  // as heavy-tailed: with the true removed pieces, 3 of 7 slow cases fitted
+  // in under 0.3 s reversed.
+  static std::vector<SearchBuffer> mirrored(std::vector<SearchBuffer> buffers) {
+    i64 first = kInf, last = -kInf;
+    for (const SearchBuffer& b : buffers) {
+      first = std::min(first, b.lower);
+      last = std::max(last, b.upper);
+    }
+    for (SearchBuffer& b : buffers) b = {first + last - b.upper, first + last - b.lower, b.size, b.align};
+    return buffers;
+  }
+
+  // Builds a padded search of `padded` into the rotation (false: too large).
+  bool addSearch(std::vector<SearchBuffer> padded) {
+    padBuffers_.push_back(std::move(padded));  // a deque: Tighteners keep references
+    auto search = std::make_unique<CanonicalSearch>(padBuffers_.back());
+    if (!search->build(kMaxSearchEntries)) return false;
+    std::vector<i64> padSeed = seed_;
+    padSeed.resize(padBuffers_.back().size(), 0);
+    tighteners_.push_back(std::make_unique<Tightener>(*search, padSeed, padBuffers_.back(),
+                                                      deadline_, onImprove_));
+    searches_.push_back(std::move(search));
+    rotation_.push_back(tighteners_.back().get());
+    return true;
   }
 
   const std::vector<SearchBuffer>& buffers_;
