@@ -50,11 +50,13 @@
 //      While the seed is above the capacity, the same search also runs on
 //      the buffers plus "fillers" that fill every section to the capacity
 //      (guesses at the pieces removed from a perfect packing, MiniMalloc's
-//      challenging cases; see fillerBuffers), up to 256 distinct guesses and
-//      the buffers alone, each built when first tried (FillerGuesses) and
-//      tried at a small budget in turn after each of our rounds, for half
-//      its time: a right guess fits almost at once, so many cheap guesses
-//      beat a few long ones.
+//      challenging cases): the buffers alone, then the 256 cheapest
+//      decompositions of the deficit profile (DeficitDecomposer, a
+//      likelihood order), then up to 256 randomized ones (fillerBuffers),
+//      each searched both ways in time, built when first tried
+//      (FillerGuesses) and tried at a small budget in turn after each of
+//      our rounds, for half its time: a right guess fits almost at once,
+//      so many cheap guesses beat a few long ones.
 //      These searches branch on a full section (narrowToTightSection): with
 //      no room to waste, one of its members must sit at the lowest floor.
 //      First T = capacity (only if the seed does not fit), then T is tightened
@@ -86,7 +88,9 @@
 // (greedy_size's overlap structure: first / best fit, plan checks); greedy
 // seeds (first / best fit, sweep allocator, floor dive, iterated greedy);
 // skyline best fit and its iterated variant; canonical search; anytime driver
-// (fit the capacity, then tighten); putting it together (time plan, main).
+// (fit the capacity, then tighten); filler guesses (random and cheapest
+// decompositions of the deficit, the padded searches' rotation); putting it
+// together (time plan, main).
 
 #include <pthread.h>
 
@@ -2152,28 +2156,15 @@ class Tightener {
   std::vector<i64> partPeak_;
 };
 
-// ---------------------------------------------------------------------------
-// Putting it together
-// ---------------------------------------------------------------------------
+// Limits that keep the search's memory bounded (a few hundred MB at most).
+constexpr int kMaxSearchBuffers = 60000;
+constexpr i64 kMaxSearchEntries = 20'000'000;
+// Above this many buffers the search shares its time with the iterated greedy.
+constexpr size_t kLargeSearch = 5000;
 
-struct Job {
-  const std::vector<Buffer>* buffers = nullptr;
-  const SlotMap* slots = nullptr;
-  i64 capacity = 0;
-  i64 lowerBound = 0;
-  Deadline deadline;
-  Plan best;  // in: greedy seed; out: best plan found
-  std::string planPath;
-  const std::vector<int>* byRow = nullptr;
-  i64 written = kInf;  // peak of the plan on disk
-
-  // Anytime output: writes `best` when it beats the plan on disk.
-  void publish() {
-    if (best.peak >= written) return;
-    writePlan(planPath, *buffers, *byRow, best.offsets);
-    written = best.peak;
-  }
-};
+// ---------------------------------------------------------------------------
+// Filler guesses: padded searches while nothing fits the capacity
+// ---------------------------------------------------------------------------
 
 // Fillers: buffers that raise the load of every time section to exactly
 // `height`.  Where the load is below the height the search has slack that
@@ -2476,31 +2467,6 @@ constexpr int kStructuredGuesses = 256;
 constexpr size_t kMaxDecomposerNodes = 300'000;
 constexpr size_t kMaxPaddedBuffers = 2000;
 
-// Limits that keep the search's memory bounded (a few hundred MB at most).
-constexpr int kMaxSearchBuffers = 60000;
-constexpr i64 kMaxSearchEntries = 20'000'000;
-// Above this many buffers the search shares its time with the iterated greedy.
-constexpr size_t kLargeSearch = 5000;
-
-// Whether the search's structures stay within the limits above: counts the
-// time-overlapping pairs with one sweep (ends before starts at a tie).
-bool searchIsAffordable(const std::vector<Buffer>& buffers) {
-  std::vector<std::pair<i64, int>> events;  // (time, -1 end / +1 start)
-  for (const Buffer& b : buffers) {
-    if (isTrivial(b)) continue;
-    events.push_back({b.lower, 1});
-    events.push_back({b.upper, -1});
-  }
-  if (events.size() > 2 * (size_t)kMaxSearchBuffers) return false;
-  std::sort(events.begin(), events.end());
-  i64 live = 0, pairs = 0;
-  for (const auto& e : events) {
-    if (e.second > 0) pairs += live;
-    live += e.second;
-  }
-  return 2 * pairs <= kMaxSearchEntries;
-}
-
 // The filler guesses of one case (variant -1: the buffers alone, then
 // fillerBuffers' variants), each distinct one built into a padded search when
 // the rotation first reaches it: building costs about as much as a small
@@ -2632,6 +2598,48 @@ bool Tightener::fitCapacity(i64 capacity, FillerGuesses* guesses) {
     }
   }
   return false;
+}
+
+// ---------------------------------------------------------------------------
+// Putting it together
+// ---------------------------------------------------------------------------
+
+struct Job {
+  const std::vector<Buffer>* buffers = nullptr;
+  const SlotMap* slots = nullptr;
+  i64 capacity = 0;
+  i64 lowerBound = 0;
+  Deadline deadline;
+  Plan best;  // in: greedy seed; out: best plan found
+  std::string planPath;
+  const std::vector<int>* byRow = nullptr;
+  i64 written = kInf;  // peak of the plan on disk
+
+  // Anytime output: writes `best` when it beats the plan on disk.
+  void publish() {
+    if (best.peak >= written) return;
+    writePlan(planPath, *buffers, *byRow, best.offsets);
+    written = best.peak;
+  }
+};
+
+// Whether the search's structures stay within the limits above: counts the
+// time-overlapping pairs with one sweep (ends before starts at a tie).
+bool searchIsAffordable(const std::vector<Buffer>& buffers) {
+  std::vector<std::pair<i64, int>> events;  // (time, -1 end / +1 start)
+  for (const Buffer& b : buffers) {
+    if (isTrivial(b)) continue;
+    events.push_back({b.lower, 1});
+    events.push_back({b.upper, -1});
+  }
+  if (events.size() > 2 * (size_t)kMaxSearchBuffers) return false;
+  std::sort(events.begin(), events.end());
+  i64 live = 0, pairs = 0;
+  for (const auto& e : events) {
+    if (e.second > 0) pairs += live;
+    live += e.second;
+  }
+  return 2 * pairs <= kMaxSearchEntries;
 }
 
 void runSearch(Job& job) {
