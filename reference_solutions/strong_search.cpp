@@ -2261,6 +2261,9 @@ class DeficitDecomposer {
   static constexpr double kExactAge = 0.7, kPair = 0.03, kPairAge = 0.7;
   static constexpr double kSplit = 0.55, kSplitAge = 0.8, kReopen = 1.26, kReopenAge = 1.0;
   static constexpr double kReopen2 = 4.0, kSeveral = 2.6, kNoEvidence = 1.2;
+  // Pairs of open fillers are explanations only while few are open (they
+  // grow as the square; generated cases keep at most 12 removed pieces live).
+  static constexpr int kMaxPairOpen = 32;
 
   DeficitDecomposer(const std::vector<SearchBuffer>& buffers, i64 height) {
     std::map<i64, i64> delta;  // load change at each time
@@ -2280,9 +2283,11 @@ class DeficitDecomposer {
     }
   }
 
-  // Up to `count` distinct guesses, cheapest first, expanding at most
-  // `maxNodes` partial decompositions (memory stays a few tens of MB).
-  std::vector<std::vector<SearchBuffer>> cheapest(int count, size_t maxNodes) {
+  // Up to `count` distinct guesses, cheapest first, keeping at most
+  // `maxOpen` open fillers over all partial decompositions (each holds its
+  // open list: memory stays under 16 bytes each), until the deadline.
+  std::vector<std::vector<SearchBuffer>> cheapest(int count, size_t maxOpen,
+                                                  const Deadline& deadline) {
     std::vector<std::vector<SearchBuffer>> out;
     std::set<std::vector<std::array<i64, 3>>> seen;
     nodes_.clear();
@@ -2291,7 +2296,9 @@ class DeficitDecomposer {
     std::priority_queue<Entry, std::vector<Entry>, std::greater<>> heap;
     nodes_.push_back({0, {}, -1});
     heap.push({0.0, 0});
-    while (!heap.empty() && (int)out.size() < count && nodes_.size() < maxNodes) {
+    size_t kept = 0;  // open fillers held by all nodes
+    for (size_t pops = 0; !heap.empty() && (int)out.size() < count && kept < maxOpen; ++pops) {
+      if ((pops & 1023) == 0 && deadline.passed()) break;
       const auto [cost, index] = heap.top();
       heap.pop();
       if (nodes_[index].event == (int)events_.size()) {
@@ -2311,6 +2318,7 @@ class DeficitDecomposer {
           chain = (int)links_.size() - 1;
           if (!evidenced(p)) pieceCost += kNoEvidence;
         }
+        kept += o.open.size() + 1;
         nodes_.push_back({nodes_[index].event + 1, std::move(o.open), chain});
         heap.push({cost + o.cost + pieceCost, nodes_.size() - 1});
       }
@@ -2377,7 +2385,7 @@ class DeficitDecomposer {
         rest.push_back({t, open[j].size + delta});
         out.push_back({kMerge + kMergeAge * age, std::move(rest), {ends(j)}});
       }
-      for (int j = 0; j < n; ++j)
+      for (int j = 0; j < n && n <= kMaxPairOpen; ++j)
         for (int k = j + 1; k < n; ++k) {
           std::vector<Open> rest = without(j, k);
           rest.push_back({t, open[j].size + open[k].size + delta});
@@ -2390,7 +2398,7 @@ class DeficitDecomposer {
     for (int j = n - 1; j >= 0; --j)  // exactly its size, youngest first
       if (open[j].size == fall) out.push_back({kExactAge * age++, without(j), {ends(j)}});
     if (!out.empty()) return out;
-    for (int j = n - 1; j >= 0; --j)
+    for (int j = n - 1; j >= 0 && n <= kMaxPairOpen; --j)
       for (int k = j - 1; k >= 0; --k)
         if (open[j].size + open[k].size == fall)
           out.push_back({kPair + kPairAge * age++, without(j, k), {ends(j), ends(k)}});
@@ -2408,7 +2416,7 @@ class DeficitDecomposer {
       rest.push_back({t, open[j].size - fall});
       out.push_back({kReopen + kReopenAge * reopenAge++, std::move(rest), {ends(j)}});
     }
-    for (int j = 0; j < n; ++j)
+    for (int j = 0; j < n && n <= kMaxPairOpen; ++j)
       for (int k = j + 1; k < n; ++k) {
         if (open[j].size + open[k].size <= fall) continue;
         std::vector<Open> rest = without(j, k);
@@ -2464,7 +2472,10 @@ class DeficitDecomposer {
 // cases of up to kMaxPaddedBuffers search buffers (MiniMalloc's have 150-300).
 constexpr int kFillerVariants = 256;
 constexpr int kStructuredGuesses = 256;
-constexpr size_t kMaxDecomposerNodes = 300'000;
+constexpr size_t kMaxDecomposerOpen = 2'000'000;
+// Bounds the padded searches' memory (about 300 MB: 300 guesses of a
+// MiniMalloc-sized case, 50 of a 2,000-buffer one).
+constexpr size_t kMaxPaddedTotal = 100'000;
 constexpr size_t kMaxPaddedBuffers = 2000;
 
 // The filler guesses of one case (variant -1: the buffers alone, then
@@ -2506,8 +2517,8 @@ class FillerGuesses {
       const int v = nextVariant_++;
       std::vector<SearchBuffer> fillers;
       if (v == 0 && structured_.empty())  // first needed after the buffers alone
-        structured_ = DeficitDecomposer(buffers_, capacity_).cheapest(kStructuredGuesses,
-                                                                      kMaxDecomposerNodes);
+        structured_ = DeficitDecomposer(buffers_, capacity_).cheapest(
+            kStructuredGuesses, kMaxDecomposerOpen, deadline_);
       if (v >= 0 && nextStructured_ < structured_.size()) {
         fillers = structured_[nextStructured_++];
         --nextVariant_;  // the random variants wait until these are all built
@@ -2543,8 +2554,11 @@ class FillerGuesses {
     return buffers;
   }
 
-  // Builds a padded search of `padded` into the rotation (false: too large).
+  // Builds a padded search of `padded` into the rotation (false: too large,
+  // or the searches built so far hold kMaxPaddedTotal buffers: each costs
+  // a few KB per buffer, its preorders' keys mostly).
   bool addSearch(std::vector<SearchBuffer> padded) {
+    if ((paddedTotal_ += padded.size()) > kMaxPaddedTotal) return false;
     padBuffers_.push_back(std::move(padded));  // a deque: Tighteners keep references
     auto search = std::make_unique<CanonicalSearch>(padBuffers_.back());
     if (!search->build(kMaxSearchEntries)) return false;
@@ -2562,6 +2576,7 @@ class FillerGuesses {
   int variants_;
   std::vector<std::vector<SearchBuffer>> structured_;  // DeficitDecomposer's, cheapest first
   size_t nextStructured_ = 0;
+  size_t paddedTotal_ = 0;  // buffers over all padded searches built
   std::vector<i64> seed_;
   const Deadline& deadline_;
   Tightener::OnImprove onImprove_;
