@@ -2253,7 +2253,7 @@ std::vector<SearchBuffer> fillerBuffers(const std::vector<SearchBuffer>& buffers
 // (a buffer of its size ends where it begins or begins where it ends), or
 // its address sibling has its lifespan.  Measured on seeds 3000-3099: the
 // true pieces (with joints the deficit cannot show merged) are the cheapest
-// guess in 39 of 75 sliced cases and among the first 32 in 64; the random
+// guess in 39 of 73 sliced cases and among the first 32 in 64; the random
 // variants reached them in none of the 12 cases this planner missed.
 class DeficitDecomposer {
  public:
