@@ -2166,6 +2166,30 @@ constexpr size_t kLargeSearch = 5000;
 // Filler guesses: padded searches while nothing fits the capacity
 // ---------------------------------------------------------------------------
 
+// Where the deficit profile (height - load, at least 0, and 0 from the last
+// time on) changes: the time and the change, in time order.  Both guess
+// makers below read only this (and the buffers, for evidence).
+struct DeficitChange {
+  i64 t, delta;
+};
+
+std::vector<DeficitChange> deficitChanges(const std::vector<SearchBuffer>& buffers, i64 height) {
+  std::map<i64, i64> delta;  // load change at each time
+  for (const SearchBuffer& b : buffers) {
+    delta[b.lower] += b.size;
+    delta[b.upper] -= b.size;
+  }
+  std::vector<DeficitChange> changes;
+  i64 load = 0, deficit = 0;
+  for (auto it = delta.begin(); it != delta.end(); ++it) {
+    load += it->second;
+    const i64 want = std::next(it) == delta.end() ? 0 : std::max<i64>(0, height - load);
+    if (want != deficit) changes.push_back({it->first, want - deficit});
+    deficit = want;
+  }
+  return changes;
+}
+
 // Fillers: buffers that raise the load of every time section to exactly
 // `height`.  Where the load is below the height the search has slack that
 // section inference cannot use (it bites only where a section is full), and
@@ -2183,21 +2207,13 @@ constexpr size_t kLargeSearch = 5000;
 // removed pieces' shape: with the true pieces as fillers 18 of 19 misses fit
 // in under a second, with the same pieces cut at every deficit change (a
 // relaxation) none of 6 did in 10 s.
-std::vector<SearchBuffer> fillerBuffers(const std::vector<SearchBuffer>& buffers, i64 height,
-                                        int variant) {
-  std::map<i64, i64> delta;  // load change at each time
-  for (const SearchBuffer& b : buffers) {
-    delta[b.lower] += b.size;
-    delta[b.upper] -= b.size;
-  }
+std::vector<SearchBuffer> fillerBuffers(const std::vector<DeficitChange>& changes, int variant) {
   std::mt19937_64 rng(0x9e3779b9ULL * (variant + 1));
   std::vector<SearchBuffer> fillers;
   std::vector<std::pair<i64, i64>> open;  // (start, size), in opening order
-  i64 load = 0, deficit = 0;
-  for (auto it = delta.begin(); it != delta.end(); ++it) {
-    const i64 t = it->first;
-    load += it->second;
-    const i64 want = std::next(it) == delta.end() ? 0 : std::max<i64>(0, height - load);
+  i64 deficit = 0;
+  for (const auto [t, change] : changes) {
+    const i64 want = deficit + change;
     if (want > deficit) {
       // Removed pieces may end where a taller one begins (the deficit shows
       // only the net rise): from variant 2 on, at 3 rises in 10, a random set
@@ -2268,21 +2284,13 @@ class DeficitDecomposer {
   // complete decomposition comes within 26,000 (seeds 3000-3040, 3173).
   static constexpr size_t kMaxPopsToFirst = 100'000;
 
-  DeficitDecomposer(const std::vector<SearchBuffer>& buffers, i64 height) {
-    std::map<i64, i64> delta;  // load change at each time
+  DeficitDecomposer(const std::vector<DeficitChange>& changes,
+                    const std::vector<SearchBuffer>& buffers)
+      : events_(changes) {
     for (const SearchBuffer& b : buffers) {
-      delta[b.lower] += b.size;
-      delta[b.upper] -= b.size;
       ends_.insert({b.upper, b.size});
       starts_.insert({b.lower, b.size});
       spans_.insert({b.lower, b.upper});
-    }
-    i64 load = 0, deficit = 0;
-    for (auto it = delta.begin(); it != delta.end(); ++it) {
-      load += it->second;
-      const i64 want = std::next(it) == delta.end() ? 0 : std::max<i64>(0, height - load);
-      if (want != deficit) events_.push_back({it->first, want - deficit});
-      deficit = want;
     }
   }
 
@@ -2331,9 +2339,6 @@ class DeficitDecomposer {
   }
 
  private:
-  struct Event {
-    i64 t, delta;
-  };
   struct Open {
     i64 start, size;
   };
@@ -2466,7 +2471,7 @@ class DeficitDecomposer {
     return key;
   }
 
-  std::vector<Event> events_;
+  std::vector<DeficitChange> events_;
   std::set<std::pair<i64, i64>> ends_, starts_, spans_;
   std::vector<Node> nodes_;
   std::vector<Link> links_;
@@ -2482,10 +2487,11 @@ constexpr size_t kMaxDecomposerOpen = 2'000'000;
 constexpr size_t kMaxPaddedTotal = 100'000;
 constexpr size_t kMaxPaddedBuffers = 2000;
 
-// The filler guesses of one case (variant -1: the buffers alone, then
-// fillerBuffers' variants), each distinct one built into a padded search when
-// the rotation first reaches it: building costs about as much as a small
-// search, so the hundreds a case may try are not all paid for up front.
+// The filler guesses of one case (the buffers alone, then DeficitDecomposer's
+// cheapest decompositions, then fillerBuffers' variants), each distinct one
+// built into a padded search, and one with time reversed, when the rotation
+// first reaches it: building costs about as much as a small search, so the
+// hundreds a case may try are not all paid for up front.
 class FillerGuesses {
  public:
   FillerGuesses(const std::vector<SearchBuffer>& buffers, i64 capacity, int variants,
@@ -2518,18 +2524,21 @@ class FillerGuesses {
   // Builds the next distinct guess and appends it to the rotation.
   bool buildNext() {
     while (nextVariant_ < variants_ && !deadline_.passed()) {
-      const int v = nextVariant_++;
-      std::vector<SearchBuffer> fillers;
-      if (v == 0 && structured_.empty())  // first needed after the buffers alone
-        structured_ = DeficitDecomposer(buffers_, capacity_).cheapest(
-            kStructuredGuesses, kMaxDecomposerOpen, deadline_);
-      if (v >= 0 && nextStructured_ < structured_.size()) {
-        fillers = structured_[nextStructured_++];
-        --nextVariant_;  // the random variants wait until these are all built
-      } else if (v >= 0) {
-        fillers = fillerBuffers(buffers_, capacity_, v);
+      const bool alone = nextVariant_ < 0;  // the buffers alone come first
+      if (!alone && !decomposed_) {  // first needed after the buffers alone
+        deficit_ = deficitChanges(buffers_, capacity_);
+        structured_ = DeficitDecomposer(deficit_, buffers_)
+                          .cheapest(kStructuredGuesses, kMaxDecomposerOpen, deadline_);
+        decomposed_ = true;
       }
-      if (v >= 0 && fillers.empty()) break;  // the buffers fill every section
+      std::vector<SearchBuffer> fillers;
+      if (alone)
+        ++nextVariant_;
+      else if (nextStructured_ < structured_.size())  // before the random variants
+        fillers = structured_[nextStructured_++];
+      else
+        fillers = fillerBuffers(deficit_, nextVariant_++);
+      if (!alone && fillers.empty()) break;  // the buffers fill every section
       std::vector<std::array<i64, 3>> key;
       for (const SearchBuffer& f : fillers) key.push_back({f.lower, f.upper, f.size});
       std::sort(key.begin(), key.end());
@@ -2578,6 +2587,8 @@ class FillerGuesses {
   const std::vector<SearchBuffer>& buffers_;
   i64 capacity_;
   int variants_;
+  bool decomposed_ = false;                  // deficit_ and structured_ are built
+  std::vector<DeficitChange> deficit_;
   std::vector<std::vector<SearchBuffer>> structured_;  // DeficitDecomposer's, cheapest first
   size_t nextStructured_ = 0;
   size_t paddedTotal_ = 0;  // buffers over all padded searches built
