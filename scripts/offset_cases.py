@@ -49,9 +49,13 @@ its areas are uncapped: at A-C's density it is much harder than A-C.
 lived blocks up to 25 % of the capacity, few buffers at the peak).
 
     python -m scripts.offset_cases OUT_DIR [--count 300] [--seed 0] [--replay | --harder]
+        [--removed DIR]
 
 writes `hard-NNN.1048576.csv` files (MiniMalloc CSV, the capacity in the name:
-`memorace problem import-minimalloc OUT_DIR` reads them).
+`memorace problem import-minimalloc OUT_DIR` reads them) and, with `--removed`,
+what each construction left out of its perfect packing (`hard-NNN.removed.csv`,
+id,lower,upper,size,offset): the truth a filler guess aims at
+(benchmarks/filler_truths.py).
 """
 
 from __future__ import annotations
@@ -150,6 +154,10 @@ class HardCase:
     capacity: int
     rows: list[tuple[int, int, int]]
     offsets: list[int]
+    # What the construction left out of its perfect packing, as (lower, upper,
+    # size, offset): the sliced way's removed pieces, the replay's holes.  With
+    # them added every time of the horizon is loaded to exactly `capacity`.
+    removed: list[tuple[int, int, int, int]] = dataclasses.field(default_factory=list)
 
     def csv(self) -> str:
         lines = ["id,lower,upper,size"]
@@ -196,13 +204,19 @@ def _slice(rng: random.Random, name: str, capacity: int, family: Family) -> Hard
     pieces = _cut(rng, (0, units, 0, units), cap, even)
     full = rng.randrange(units)  # the load stays exactly C at this time
     removed = rng.uniform(*(EVEN_REMOVED if even else REMOVED))
-    kept = [p for p in pieces if p[0] <= full < p[1] or rng.random() >= removed]
+    kept: list[Piece] = []
+    gone: list[Piece] = []
+    for p in pieces:  # a draw only for the pieces not live at `full`
+        (kept if p[0] <= full < p[1] or rng.random() >= removed else gone).append(p)
     rng.shuffle(kept)  # the file order tells nothing about the packing
     return HardCase(
         name=name,
         capacity=capacity,
         rows=[(t0 * GRAIN, t1 * GRAIN, (y1 - y0) * GRAIN) for t0, t1, y0, y1 in kept],
         offsets=[y0 * GRAIN for _, _, y0, _ in kept],
+        removed=[
+            (t0 * GRAIN, t1 * GRAIN, (y1 - y0) * GRAIN, y0 * GRAIN) for t0, t1, y0, y1 in gone
+        ],
     )
 
 
@@ -243,6 +257,7 @@ def _replay(rng: random.Random, name: str, capacity: int, family: Family) -> Har
     full_step = rng.randrange(shape.steps // 4, 3 * shape.steps // 4)
     rows: list[tuple[int, int, int]] = []
     offsets: list[int] = []
+    holes: list[tuple[int, int, int, int]] = []  # (step, end, units, first unit)
     live: list[tuple[int, int, int]] = []  # (end step, first unit, units)
     long_used = 0  # units of long-lived buffers so far
     for step in range(shape.steps):
@@ -271,6 +286,8 @@ def _replay(rng: random.Random, name: str, capacity: int, family: Family) -> Har
                 if not hole:
                     rows.append((step, end, width))
                     offsets.append(first)
+                else:
+                    holes.append((step, end, width, first))
                 first += width
     scale = capacity // shape.steps // GRAIN * GRAIN  # times in GRAIN multiples
     order = list(range(len(rows)))
@@ -280,6 +297,7 @@ def _replay(rng: random.Random, name: str, capacity: int, family: Family) -> Har
         capacity=capacity,
         rows=[(rows[i][0] * scale, rows[i][1] * scale, rows[i][2] * GRAIN) for i in order],
         offsets=[offsets[i] * GRAIN for i in order],
+        removed=[(lo * scale, up * scale, w * GRAIN, y * GRAIN) for lo, up, w, y in holes],
     )
 
 
@@ -322,6 +340,21 @@ def write_cases(out: Path, count: int, seed: int = 0, family: Family = FAMILY) -
     return paths
 
 
+def write_removed(out: Path, count: int, seed: int = 0, family: Family = FAMILY) -> list[Path]:
+    """Writes each case's removed pieces (`HardCase.removed`) as `hard-NNN.removed.csv`
+    (id,lower,upper,size,offset), for measuring guesses at them."""
+    out.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for k in range(count):
+        case = generate(seed + k, family=family)
+        lines = ["id,lower,upper,size,offset"]
+        lines += [f"{i},{lo},{up},{size},{y}" for i, (lo, up, size, y) in enumerate(case.removed)]
+        path = out / f"{case.name}.removed.csv"
+        path.write_text("\n".join(lines) + "\n")
+        paths.append(path)
+    return paths
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("out", type=Path)
@@ -329,10 +362,16 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--harder", action="store_true", help="the HARDER bounds, not FAMILY")
     parser.add_argument("--replay", action="store_true", help="the REPLAY construction")
+    parser.add_argument(
+        "--removed", type=Path, metavar="DIR", help="also write each case's removed pieces here"
+    )
     args = parser.parse_args()
     family = HARDER if args.harder else REPLAY if args.replay else FAMILY
     paths = write_cases(args.out, args.count, args.seed, family)
     print(f"wrote {len(paths)} cases to {args.out}")
+    if args.removed:
+        write_removed(args.removed, args.count, args.seed, family)
+        print(f"wrote their removed pieces to {args.removed}")
 
 
 if __name__ == "__main__":

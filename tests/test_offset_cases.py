@@ -22,6 +22,7 @@ from scripts.offset_cases import (
     generate,
     in_family,
     write_cases,
+    write_removed,
 )
 from tests.conftest import shared_data
 
@@ -50,6 +51,35 @@ def test_the_family_bounds_hold_on_minimalloc_a_to_f():
     for path in sorted(shared_data("minimalloc").glob("[A-F].*.csv")):
         rows = [tuple(map(int, line.split(",")[1:4])) for line in path.read_text().split()[1:]]
         assert in_family(family_stats(rows, 1 << 20), FAMILY), path.name
+
+
+@settings(max_examples=20, deadline=None)
+@given(st.integers(min_value=0, max_value=2**32), st.sampled_from([FAMILY, REPLAY, HARDER]))
+def test_the_removed_pieces_complete_a_perfect_packing(seed, family):
+    """Buffers plus `removed`, at their offsets, overlap nowhere and cover the
+    capacity x horizon rectangle exactly: what the filler guesses aim at."""
+    case = generate(seed, family=family)
+    rows = case.rows + [(lo, up, size) for lo, up, size, _ in case.removed]
+    offsets = case.offsets + [y for *_, y in case.removed]
+    with tempfile.TemporaryDirectory() as tmp:
+        path, plan = Path(tmp, "case.csv"), Path(tmp, "plan.csv")
+        path.write_text(
+            "id,lower,upper,size\n"
+            + "".join(f"{i},{lo},{up},{s}\n" for i, (lo, up, s) in enumerate(rows))
+        )
+        plan.write_text("id,offset\n" + "".join(f"{i},{o}\n" for i, o in enumerate(offsets)))
+        parsed = OFFSET.parse_case(path, case.capacity)
+        verification = OFFSET.verify(parsed, OFFSET.parse_plan(plan, parsed))
+    assert verification.verdict == Verdict.OK and verification.peak == case.capacity
+    horizon = max(up for _, up, _ in rows) - min(lo for lo, _, _ in rows)
+    assert sum((up - lo) * size for lo, up, size in rows) == case.capacity * horizon
+
+
+def test_removed_pieces_are_written_beside_the_cases(tmp_path):
+    (path,) = write_removed(tmp_path, 1, seed=5)
+    lines = path.read_text().split()
+    assert path.name == "hard-005.removed.csv" and lines[0] == "id,lower,upper,size,offset"
+    assert [tuple(map(int, line.split(",")[1:])) for line in lines[1:]] == generate(5).removed
 
 
 def test_the_same_seed_gives_the_same_case():
