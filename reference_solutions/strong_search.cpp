@@ -1554,11 +1554,33 @@ class CanonicalSearch {
     secMembers_.assign(secStart_[numSections_], 0);
     std::vector<i64> fill(secStart_.begin(), secStart_.end() - 1);
     secTotal_.assign(numSections_, 0);
+    posStart_.assign(n_ + 1, 0);
+    for (int b = 0; b < n_; ++b) posStart_[b + 1] = posStart_[b] + (secHi_[b] - secLo_[b]);
+    memberPos_.assign(posStart_[n_], 0);
     for (int b = 0; b < n_; ++b)
       for (int s = secLo_[b]; s < secHi_[b]; ++s) {
+        memberPos_[posStart_[b] + s - secLo_[b]] = fill[s];
         secMembers_[fill[s]++] = b;
         secTotal_[s] += buf_[b].size;
       }
+    secUnplaced_.assign(numSections_, 0);
+    for (int sec = 0; sec < numSections_; ++sec)
+      secUnplaced_[sec] = (int)(secStart_[sec + 1] - secStart_[sec]);
+  }
+
+  // Each section's members are kept with its unplaced ones first, so the
+  // exact floor's rescan (leaveFloor, most of a padded search's time) reads
+  // only those.  Placing b swaps it past the end of that prefix in each of its
+  // sections; placements are undone last-in first-out, so unplacing b only
+  // moves the prefix end back over it (the order within the prefix may change).
+  void leaveSection(int b, int s) {
+    const i64 at = memberPos_[posStart_[b] + s - secLo_[b]];
+    const i64 last = secStart_[s] + --secUnplaced_[s];
+    const int other = secMembers_[last];
+    secMembers_[at] = other;
+    memberPos_[posStart_[other] + s - secLo_[other]] = at;
+    secMembers_[last] = b;
+    memberPos_[posStart_[b] + s - secLo_[b]] = last;
   }
 
   // cut_[s] = number of unplaced buffers spanning sections s and s+1.  Where
@@ -1705,6 +1727,7 @@ class CanonicalSearch {
     sol_[b] = off_[b];  // last write on the success path wins
     for (int s = secLo_[b]; s < secHi_[b]; ++s) {
       secTotal_[s] -= buf_[b].size;
+      leaveSection(b, s);
       if (exactFloors_) {
         if (secFloor_[s] == off_[b]) leaveFloor(s);
       } else if (secFloor_[s] < top) {
@@ -1743,9 +1766,8 @@ class CanonicalSearch {
     if (--secAtFloor_[s] > 0) return;
     i64 low = kInf;
     int count = 0;
-    for (i64 e = secStart_[s]; e < secStart_[s + 1]; ++e) {
+    for (i64 e = secStart_[s], end = e + secUnplaced_[s]; e < end; ++e) {
       const int m = secMembers_[e];
-      if (off_[m] >= 0) continue;
       if (floor_[m] < low) {
         low = floor_[m];
         count = 0;
@@ -1767,7 +1789,10 @@ class CanonicalSearch {
       floor_[floorTrail_.back().first] = floorTrail_.back().second;
       floorTrail_.pop_back();
     }
-    for (int s = secLo_[b]; s < secHi_[b]; ++s) secTotal_[s] += buf_[b].size;
+    for (int s = secLo_[b]; s < secHi_[b]; ++s) {
+      secTotal_[s] += buf_[b].size;
+      ++secUnplaced_[s];  // b sits just past the prefix (see leaveSection)
+    }
     off_[b] = -1;
     for (i64 e = adjStart_[b]; e < adjStart_[b + 1]; ++e)
       if (off_[adj_[e]] < 0) ++nbrLeft_[adj_[e]];
@@ -1963,8 +1988,11 @@ class CanonicalSearch {
   std::vector<int> secLo_, secHi_;     // per buffer: section range
   std::vector<i64> adjStart_;          // CSR overlap lists
   std::vector<int> adj_;
-  std::vector<i64> secStart_;          // CSR section members
+  std::vector<i64> secStart_;          // CSR section members, unplaced first
   std::vector<int> secMembers_;
+  std::vector<int> secUnplaced_;       // per section: unplaced members (a prefix)
+  std::vector<i64> posStart_;          // per buffer: its entries in memberPos_
+  std::vector<i64> memberPos_;         // where b sits in section s's members
   std::vector<int> cut_;
   std::vector<Part> parts_;            // independent top-level parts
   struct Preorder {
