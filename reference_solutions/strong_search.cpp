@@ -1760,10 +1760,21 @@ class CanonicalSearch {
     secTrail_.push_back({s, secAtFloor_[s], secFloor_[s]});
   }
 
-  // A member at section s's floor was placed or raised.
+  // A member at section s's floor was placed or raised.  When it was the
+  // last one the floor is stale until refreshFloor: one placement raises many
+  // members of a section in turn, and sectionsFit, which reads the floors,
+  // stops at the first section that fails, so the rescan waits until then.
+  // A stale floor is below every unplaced member's, so place()'s equality
+  // tests cannot match it; sectionsFit refreshes every section of the part
+  // it passes, so the search never reads one stale (and the rescan's change
+  // is undone with the placement that saved the section).
   void leaveFloor(int s) {
     saveSection(s);
-    if (--secAtFloor_[s] > 0) return;
+    --secAtFloor_[s];
+  }
+
+  void refreshFloor(int s) {
+    if (secAtFloor_[s] > 0) return;
     i64 low = kInf;
     int count = 0;
     for (i64 e = secStart_[s], end = e + secUnplaced_[s]; e < end; ++e) {
@@ -1801,9 +1812,10 @@ class CanonicalSearch {
   // Section inference: every unplaced buffer of section s goes at or above
   // both the section floor and the current offset (offsets never decrease),
   // and they all stack on each other (they are live together).
-  bool sectionsFit(const Part& part, i64 offset) const {
+  bool sectionsFit(const Part& part, i64 offset) {
     for (int s = part.lo; s < part.hi; ++s) {
       if (secTotal_[s] == 0) continue;
+      refreshFloor(s);
       if (std::max(offset, secFloor_[s]) + secTotal_[s] > target_) return false;
     }
     return true;
