@@ -12,7 +12,8 @@ Cases come from scripts/offset_cases.py (`HardCase.removed`). Times are CPU
 seconds to the first fitting plan, as in benchmarks/offset_planners.py.
 No assertions: figures only.
 
-    python benchmarks/filler_truths.py [--start 900] [--count 50] [--time-limit 10] [--jobs 2]
+    python benchmarks/filler_truths.py [--start 900] [--count 50] [--seeds S ...]
+        [--time-limit 10] [--jobs 2]
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--start", type=int, default=900, help="first seed")
     parser.add_argument("--count", type=int, default=50)
+    parser.add_argument("--seeds", type=int, nargs="+", help="these seeds instead of a range")
     parser.add_argument("--time-limit", type=float, default=10.0)
     parser.add_argument("--jobs", type=int, default=2)
     args = parser.parse_args()
@@ -47,7 +49,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         exe = build(ROOT / "reference_solutions" / "strong_search.cpp", Path(tmp))
         sets: dict[str, list[tuple[Path, int]]] = {"as given": [], "truth": []}
-        for seed in range(args.start, args.start + args.count):
+        seeds = args.seeds or list(range(args.start, args.start + args.count))
+        for seed in seeds:
             case = generate(seed)
             for name, text in (("as given", case.csv()), ("truth", with_truth(case))):
                 path = Path(tmp, name.replace(" ", "-"), f"{case.name}.{case.capacity}.csv")
@@ -56,9 +59,9 @@ def main() -> None:
                 sets[name].append((path, case.capacity))
         runs = {name: run_set({"strong_search": exe}, cases, args.time_limit, args.jobs)
                 for name, cases in sets.items()}  # fmt: skip
-        seeds = f"seeds {args.start}-{args.start + args.count - 1}"
+        title = f"seeds {seeds[0]}-{seeds[-1]}" if not args.seeds else f"{len(seeds)} seeds"
         for name, rs in runs.items():
-            console.print(fit_table(f"{seeds}, {name}", sets[name], rs))
+            console.print(fit_table(f"{title}, {name}", sets[name], rs))
         given, truth = runs["as given"]["strong_search"], runs["truth"]["strong_search"]
         names = [path.name.split(".")[0] for path, _ in sets["truth"]]
         for label, pick in (
