@@ -8,25 +8,34 @@ Two questions split what it misses into guessing and searching:
     does the search fit?  A case missed here is a search-speed problem: no
     guess can help it within the time limit;
   - the same cases as contestants get them (`as given`).
+With `--ranks`, also where the truth stands in the decomposer's order: the
+planner writes its cheapest decompositions (STRONG_SEARCH_GUESSES=path, a
+diagnostic; it does so only once it needs guesses), and the case's removed
+pieces, normalized as the decomposer normalizes a guess (pieces of one lifespan
+are one filler, pieces of one size meeting in time are one), are looked up in
+that list: a rank, "absent" (not among them) or "-" (fitted before guessing).
 Cases come from scripts/offset_cases.py (`HardCase.removed`). Times are CPU
 seconds to the first fitting plan, as in benchmarks/offset_planners.py.
 No assertions: figures only.
 
     python benchmarks/filler_truths.py [--start 900] [--count 50] [--seeds S ...]
-        [--time-limit 10] [--jobs 2]
+        [--time-limit 10] [--jobs 2] [--ranks]
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import subprocess
 import sys
 import tempfile
+from collections import defaultdict
 from pathlib import Path
 
 from rich.console import Console
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from benchmarks.offset_planners import ROOT, build, fit_table, run_set
+from benchmarks.offset_planners import OFFSET, ROOT, build, fit_table, run_set
 from scripts.offset_cases import HardCase, generate
 
 
@@ -37,6 +46,59 @@ def with_truth(case: HardCase) -> str:
     return "\n".join(lines) + "\n"
 
 
+Filler = tuple[int, int, int]  # (lower, upper, size)
+
+
+def normalized(pieces: list[Filler]) -> list[Filler]:
+    """DeficitDecomposer::normalized: sizes of one lifespan summed, then pieces
+    of one size chained where one ends as the next begins; sorted."""
+    by_span: dict[tuple[int, int], int] = defaultdict(int)
+    for lo, up, size in pieces:
+        by_span[lo, up] += size
+    by_start: dict[tuple[int, int], list[int]] = defaultdict(list)  # (start, size) -> ends
+    for (lo, up), size in sorted(by_span.items()):
+        by_start[lo, size].append(up)
+    out = []
+    while by_start:
+        start, size = min(by_start)
+        end = _take(by_start, (start, size))
+        while (end, size) in by_start:
+            end = _take(by_start, (end, size))
+        out.append((start, end, size))
+    return sorted(out)
+
+
+def _take(by_start: dict[tuple[int, int], list[int]], key: tuple[int, int]) -> int:
+    ends = by_start[key]
+    end = ends.pop(0)  # the smallest end first, as the multimap's find gives
+    if not ends:
+        del by_start[key]
+    return end
+
+
+def truth_rank(exe: Path, case: HardCase, csv: Path, tmp: Path) -> str:
+    """Where the case's normalized removed pieces stand in the planner's guesses."""
+    parsed = OFFSET.parse_case(csv, case.capacity)
+    case_dir, out_dir, dump = tmp / "rank-case", tmp / "rank-out", tmp / "guesses.csv"
+    for folder in (case_dir, out_dir):
+        folder.mkdir(exist_ok=True)
+    dump.unlink(missing_ok=True)
+    limits = {"time_limit_s": 3, "memory_limit_mb": 4096, "name": case.name}
+    OFFSET.write_planner_input(parsed, case_dir, limits)
+    env = {**os.environ, "MEMORACE_CASE_DIR": str(case_dir), "MEMORACE_OUT_DIR": str(out_dir)}
+    env["STRONG_SEARCH_GUESSES"] = str(dump)
+    subprocess.run([exe], env=env, capture_output=True, timeout=60, check=False)
+    if not dump.exists():
+        return "-"
+    guesses: dict[int, list[Filler]] = defaultdict(list)
+    for line in dump.read_text().split()[1:]:
+        g, lo, up, size = map(int, line.split(","))
+        guesses[g].append((lo, up, size))
+    truth = normalized([(lo, up, size) for lo, up, size, _ in case.removed])
+    ranks = [g for g in sorted(guesses) if normalized(guesses[g]) == truth]
+    return str(ranks[0]) if ranks else f"absent ({len(guesses)})"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--start", type=int, default=900, help="first seed")
@@ -44,6 +106,7 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, nargs="+", help="these seeds instead of a range")
     parser.add_argument("--time-limit", type=float, default=10.0)
     parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--ranks", action="store_true", help="the truth's rank among the guesses")
     args = parser.parse_args()
     console = Console()
     with tempfile.TemporaryDirectory() as tmp:
@@ -71,6 +134,11 @@ def main() -> None:
         ):
             hit = [n for n, g, t in zip(names, given, truth, strict=True) if pick(g.fits, t.fits)]
             console.print(f"{label}: {hit or 'none'}")
+        if args.ranks:
+            for seed, (path, _), g in zip(seeds, sets["as given"], given, strict=True):
+                rank = truth_rank(exe, generate(seed), path, Path(tmp))
+                fitted = "fitted" if g.fits else "missed"
+                console.print(f"hard-{seed:03d} {fitted}: truth rank {rank}")
     console.print(f'{{"time_limit_s": {args.time_limit}, "jobs": {args.jobs}}}')
 
 

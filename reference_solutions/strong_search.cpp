@@ -2337,21 +2337,29 @@ class DeficitDecomposer {
   // Up to `count` distinct guesses, cheapest first, keeping at most
   // `maxOpen` open fillers over all partial decompositions (each holds its
   // open list: memory stays under 16 bytes each), until the deadline.
+  //
+  // With `perEvent` > 0 a node is ranked by its cost plus perEvent for each
+  // event left: deeper nodes come first, so complete decompositions come out
+  // where the likelihood order alone runs out of room with none (cases with
+  // many removed pieces live at once: each partial decomposition holds them
+  // all, and the cheapest partial ones fill the 2 M bound far from the end;
+  // 4 of the 4 cases of seeds 900-1099 this planner missed got no guess).
   std::vector<std::vector<SearchBuffer>> cheapest(int count, size_t maxOpen,
-                                                  const Deadline& deadline) {
+                                                  const Deadline& deadline,
+                                                  double perEvent = 0) {
     std::vector<std::vector<SearchBuffer>> out;
     std::set<std::vector<std::array<i64, 3>>> seen;
     nodes_.clear();
     links_.clear();
-    using Entry = std::pair<double, size_t>;  // (cost, node), cheapest first
+    using Entry = std::pair<double, size_t>;  // (rank, node), lowest first
     std::priority_queue<Entry, std::vector<Entry>, std::greater<>> heap;
     nodes_.push_back({0, {}, -1});
-    heap.push({0.0, 0});
+    heap.push({perEvent * (double)events_.size(), 0});
     size_t kept = 0;  // open fillers held by all nodes
     for (size_t pops = 0; !heap.empty() && (int)out.size() < count && kept < maxOpen; ++pops) {
       if ((pops & 1023) == 0 && deadline.passed()) break;
       if (out.empty() && pops >= kMaxPopsToFirst) break;  // no end in sight (E: 0.4 s)
-      const auto [cost, index] = heap.top();
+      const auto [rank, index] = heap.top();
       heap.pop();
       if (nodes_[index].event == (int)events_.size()) {
         std::vector<std::array<i64, 3>> key = normalized(nodes_[index].emitted);
@@ -2372,7 +2380,7 @@ class DeficitDecomposer {
         }
         kept += o.open.size() + 1;
         nodes_.push_back({nodes_[index].event + 1, std::move(o.open), chain});
-        heap.push({cost + o.cost + pieceCost, nodes_.size() - 1});
+        heap.push({rank + o.cost + pieceCost - perEvent, nodes_.size() - 1});
       }
     }
     return out;
@@ -2521,11 +2529,28 @@ class DeficitDecomposer {
 // cases of up to kMaxPaddedBuffers search buffers (MiniMalloc's have 150-300).
 constexpr int kFillerVariants = 256;
 constexpr int kStructuredGuesses = 256;
+// The decomposer's second try ranks a node by its cost plus this per event
+// left (complete decompositions of generated cases cost 0.4-0.7 per event;
+// at 0.5 one of the four missed cases still got none, at 1.0 all got 256).
+constexpr double kDeeperPerEvent = 1.0;
 constexpr size_t kMaxDecomposerOpen = 2'000'000;
 // Bounds the padded searches' memory (about 300 MB: 300 guesses of a
 // MiniMalloc-sized case, 50 of a 2,000-buffer one).
 constexpr size_t kMaxPaddedTotal = 100'000;
 constexpr size_t kMaxPaddedBuffers = 2000;
+
+// Diagnostics: with STRONG_SEARCH_GUESSES=path the decomposer's guesses are
+// written there in order (guess,lower,upper,size), for measuring where the
+// true removed pieces rank (benchmarks/filler_truths.py --ranks).
+void dumpGuesses(const std::vector<std::vector<SearchBuffer>>& guesses) {
+  const char* path = std::getenv("STRONG_SEARCH_GUESSES");
+  if (path == nullptr) return;
+  std::ofstream out(path);
+  out << "guess,lower,upper,size\n";
+  for (size_t g = 0; g < guesses.size(); ++g)
+    for (const SearchBuffer& f : guesses[g])
+      out << g << ',' << f.lower << ',' << f.upper << ',' << f.size << '\n';
+}
 
 // The filler guesses of one case (the buffers alone, then DeficitDecomposer's
 // cheapest decompositions, then fillerBuffers' variants), each distinct one
@@ -2567,9 +2592,13 @@ class FillerGuesses {
       const bool alone = nextVariant_ < 0;  // the buffers alone come first
       if (!alone && !decomposed_) {  // first needed after the buffers alone
         deficit_ = deficitChanges(buffers_, capacity_);
-        structured_ = DeficitDecomposer(deficit_, buffers_)
-                          .cheapest(kStructuredGuesses, kMaxDecomposerOpen, deadline_);
+        DeficitDecomposer decomposer(deficit_, buffers_);
+        structured_ = decomposer.cheapest(kStructuredGuesses, kMaxDecomposerOpen, deadline_);
+        if (structured_.empty())  // none complete: a deeper-first order
+          structured_ = decomposer.cheapest(kStructuredGuesses, kMaxDecomposerOpen, deadline_,
+                                            kDeeperPerEvent);
         decomposed_ = true;
+        dumpGuesses(structured_);
       }
       std::vector<SearchBuffer> fillers;
       if (alone)
