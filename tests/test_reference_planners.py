@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
+import os
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -10,6 +12,7 @@ import pytest
 from judge.importer import import_minimalloc
 from judge.package import CaseSpec, Problem, load_problem
 from judge.pipeline import JudgeReport, judge_planner
+from judge.types import get_type
 from judge.verdict import Verdict
 from scripts.offset_cases import generate, write_cases
 from tests.conftest import ROOT, judged_locally, shared_data
@@ -156,3 +159,55 @@ def test_greedy_planners_overflow_the_tight_minimalloc_cases(minimalloc):
 
 def test_imported_package_round_trips(minimalloc, tmp_path):
     assert load_problem(Path(minimalloc.root)).cases == minimalloc.cases
+
+
+def _load_changes(rows) -> dict[int, int]:
+    """Load change at each time of (lower, upper, size) rows (one pass, no pair loop)."""
+    changes: dict[int, int] = {}
+    for lo, up, size in rows:
+        changes[lo] = changes.get(lo, 0) + size
+        changes[up] = changes.get(up, 0) - size
+    return changes
+
+
+@pytest.fixture(scope="module")
+def strong_exe(tmp_path_factory) -> Path:
+    exe = tmp_path_factory.mktemp("strong") / "strong_search"
+    source = PLANNERS / "strong_search.cpp"
+    subprocess.run(["g++", "-O2", "-std=c++20", "-o", exe, source], check=True)
+    return exe
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", [3032, 933])  # 933: the likelihood order completes none
+def test_every_decomposer_guess_fills_the_deficit_exactly(seed, strong_exe, tmp_path):
+    """The guesses strong_search writes with STRONG_SEARCH_GUESSES (the diagnostic
+    behind benchmarks/filler_truths.py --ranks): each, added to the buffers, loads
+    every time of the horizon to exactly the capacity, and no two are the same."""
+    case = generate(seed)
+    offset = get_type("offset")
+    csv, case_dir, out_dir, dump = (tmp_path / n for n in ("c.csv", "case", "out", "g.csv"))
+    csv.write_text(case.csv())
+    case_dir.mkdir()
+    out_dir.mkdir()
+    limits = {"time_limit_s": 3, "memory_limit_mb": 2048, "name": case.name}
+    offset.write_planner_input(offset.parse_case(csv, case.capacity), case_dir, limits)
+    env = {"MEMORACE_CASE_DIR": str(case_dir), "MEMORACE_OUT_DIR": str(out_dir)}
+    env["STRONG_SEARCH_GUESSES"] = str(dump)
+    subprocess.run([strong_exe], env={**os.environ, **env}, check=True, timeout=60)
+    guesses: dict[int, list[tuple[int, int, int]]] = {}
+    lines = dump.read_text().split()
+    assert lines[0] == "guess,lower,upper,size"
+    for line in lines[1:]:
+        g, lo, up, size = map(int, line.split(","))
+        guesses.setdefault(g, []).append((lo, up, size))
+    assert len(guesses) >= 16
+    start, end = min(lo for lo, _, _ in case.rows), max(up for _, up, _ in case.rows)
+    keys = set()
+    for fillers in guesses.values():
+        load, changes = 0, _load_changes(case.rows + fillers)
+        for t in sorted(changes):
+            load += changes[t]
+            assert load == (case.capacity if start <= t < end else 0), (t, load)
+        keys.add(tuple(sorted(fillers)))
+    assert len(keys) == len(guesses)
