@@ -25,8 +25,6 @@ No assertions: figures only.
 from __future__ import annotations
 
 import argparse
-import os
-import subprocess
 import sys
 import tempfile
 from collections import defaultdict
@@ -35,16 +33,8 @@ from pathlib import Path
 from rich.console import Console
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from benchmarks.offset_planners import OFFSET, ROOT, build, fit_table, run_set
+from benchmarks.offset_planners import ROOT, build, fit_table, run_case, run_set
 from scripts.offset_cases import HardCase, generate
-
-
-def with_truth(case: HardCase) -> str:
-    """The case's CSV with its removed pieces appended as buffers."""
-    rows = case.rows + [(lo, up, size) for lo, up, size, _ in case.removed]
-    lines = ["id,lower,upper,size"] + [f"{i},{lo},{up},{s}" for i, (lo, up, s) in enumerate(rows)]
-    return "\n".join(lines) + "\n"
-
 
 Filler = tuple[int, int, int]  # (lower, upper, size)
 
@@ -76,24 +66,23 @@ def _take(by_start: dict[tuple[int, int], list[int]], key: tuple[int, int]) -> i
     return end
 
 
-def truth_rank(exe: Path, case: HardCase, csv: Path, tmp: Path) -> str:
-    """Where the case's normalized removed pieces stand in the planner's guesses."""
-    parsed = OFFSET.parse_case(csv, case.capacity)
-    case_dir, out_dir, dump = tmp / "rank-case", tmp / "rank-out", tmp / "guesses.csv"
-    for folder in (case_dir, out_dir):
-        folder.mkdir(exist_ok=True)
-    dump.unlink(missing_ok=True)
-    limits = {"time_limit_s": 3, "memory_limit_mb": 4096, "name": case.name}
-    OFFSET.write_planner_input(parsed, case_dir, limits)
-    env = {**os.environ, "MEMORACE_CASE_DIR": str(case_dir), "MEMORACE_OUT_DIR": str(out_dir)}
-    env["STRONG_SEARCH_GUESSES"] = str(dump)
-    subprocess.run([exe], env=env, capture_output=True, timeout=60, check=False)
-    if not dump.exists():
-        return "-"
+def read_guesses(path: Path) -> dict[int, list[Filler]]:
+    """The planner's STRONG_SEARCH_GUESSES file (guess,lower,upper,size), by guess."""
     guesses: dict[int, list[Filler]] = defaultdict(list)
-    for line in dump.read_text().split()[1:]:
+    for line in path.read_text().split()[1:]:
         g, lo, up, size = map(int, line.split(","))
         guesses[g].append((lo, up, size))
+    return guesses
+
+
+def truth_rank(exe: Path, case: HardCase, csv: Path, tmp: Path) -> str:
+    """Where the case's normalized removed pieces stand in the planner's guesses."""
+    dump = tmp / "guesses.csv"
+    dump.unlink(missing_ok=True)
+    run_case(exe, csv, case.capacity, 3, {"STRONG_SEARCH_GUESSES": str(dump)})
+    if not dump.exists():
+        return "-"
+    guesses = read_guesses(dump)
     truth = normalized([(lo, up, size) for lo, up, size, _ in case.removed])
     ranks = [g for g in sorted(guesses) if normalized(guesses[g]) == truth]
     return str(ranks[0]) if ranks else f"absent ({len(guesses)})"
@@ -113,15 +102,15 @@ def main() -> None:
         exe = build(ROOT / "reference_solutions" / "strong_search.cpp", Path(tmp))
         sets: dict[str, list[tuple[Path, int]]] = {"as given": [], "truth": []}
         seeds = args.seeds or list(range(args.start, args.start + args.count))
-        for seed in seeds:
-            case = generate(seed)
-            for name, text in (("as given", case.csv()), ("truth", with_truth(case))):
+        cases = [generate(seed) for seed in seeds]
+        for case in cases:
+            for name, text in (("as given", case.csv()), ("truth", case.with_removed().csv())):
                 path = Path(tmp, name.replace(" ", "-"), f"{case.name}.{case.capacity}.csv")
                 path.parent.mkdir(exist_ok=True)
                 path.write_text(text)
                 sets[name].append((path, case.capacity))
-        runs = {name: run_set({"strong_search": exe}, cases, args.time_limit, args.jobs)
-                for name, cases in sets.items()}  # fmt: skip
+        runs = {name: run_set({"strong_search": exe}, paths, args.time_limit, args.jobs)
+                for name, paths in sets.items()}  # fmt: skip
         title = f"seeds {seeds[0]}-{seeds[-1]}" if not args.seeds else f"{len(seeds)} seeds"
         for name, rs in runs.items():
             console.print(fit_table(f"{title}, {name}", sets[name], rs))
@@ -135,10 +124,10 @@ def main() -> None:
             hit = [n for n, g, t in zip(names, given, truth, strict=True) if pick(g.fits, t.fits)]
             console.print(f"{label}: {hit or 'none'}")
         if args.ranks:
-            for seed, (path, _), g in zip(seeds, sets["as given"], given, strict=True):
-                rank = truth_rank(exe, generate(seed), path, Path(tmp))
+            for case, (path, _), g in zip(cases, sets["as given"], given, strict=True):
+                rank = truth_rank(exe, case, path, Path(tmp))
                 fitted = "fitted" if g.fits else "missed"
-                console.print(f"hard-{seed:03d} {fitted}: truth rank {rank}")
+                console.print(f"{case.name} {fitted}: truth rank {rank}")
     console.print(f'{{"time_limit_s": {args.time_limit}, "jobs": {args.jobs}}}')
 
 

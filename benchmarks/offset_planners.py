@@ -68,7 +68,10 @@ def build(source: Path, out: Path) -> Path:
     return exe
 
 
-def run_case(exe: Path, case_csv: Path, capacity: int, time_limit_s: float) -> Run:
+def run_case(
+    exe: Path, case_csv: Path, capacity: int, time_limit_s: float, env: dict | None = None
+) -> Run:
+    """Runs the planner on one case (`env`: more variables, e.g. a diagnostic's)."""
     case = OFFSET.parse_case(case_csv, capacity)
     lower_bound = OFFSET.lower_bound(case)
     with tempfile.TemporaryDirectory() as tmp:
@@ -77,8 +80,10 @@ def run_case(exe: Path, case_csv: Path, capacity: int, time_limit_s: float) -> R
         case_dir.mkdir()
         limits = {"time_limit_s": time_limit_s, "memory_limit_mb": 4096, "name": case_csv.stem}
         OFFSET.write_planner_input(case, case_dir, limits)
-        env = {**os.environ, "MEMORACE_CASE_DIR": str(case_dir), "MEMORACE_OUT_DIR": str(out_dir)}
-        stderr, cpu, wall = _run_timed(exe, env, Path(tmp, "stderr"), time_limit_s + 30)
+        dirs = {"MEMORACE_CASE_DIR": str(case_dir), "MEMORACE_OUT_DIR": str(out_dir)}
+        stderr, cpu, wall = _run_timed(
+            exe, {**os.environ, **(env or {}), **dirs}, Path(tmp, "stderr"), time_limit_s + 30
+        )
         verification, _ = check_plan(OFFSET, case, lower_bound, out_dir / "plan.csv")
     fits = verification.verdict == Verdict.OK
     first = cpu if fits else None

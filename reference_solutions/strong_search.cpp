@@ -1569,7 +1569,7 @@ class CanonicalSearch {
   }
 
   // Each section's members are kept with its unplaced ones first, so the
-  // exact floor's rescan (leaveFloor, most of a padded search's time) reads
+  // exact floor's rescan (refreshFloor, most of a padded search's time) reads
   // only those.  Placing b swaps it past the end of that prefix in each of its
   // sections; placements are undone last-in first-out, so unplacing b only
   // moves the prefix end back over it (the order within the prefix may change).

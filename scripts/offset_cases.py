@@ -159,6 +159,17 @@ class HardCase:
     # them added every time of the horizon is loaded to exactly `capacity`.
     removed: list[tuple[int, int, int, int]] = dataclasses.field(default_factory=list)
 
+    def with_removed(self) -> HardCase:
+        """The perfect packing: the removed pieces as buffers at their offsets."""
+        rows = self.rows + [(lo, up, size) for lo, up, size, _ in self.removed]
+        offsets = self.offsets + [y for *_, y in self.removed]
+        return HardCase(self.name, self.capacity, rows, offsets)
+
+    def removed_csv(self) -> str:
+        lines = ["id,lower,upper,size,offset"]
+        lines += [f"{i},{lo},{up},{size},{y}" for i, (lo, up, size, y) in enumerate(self.removed)]
+        return "\n".join(lines) + "\n"
+
     def csv(self) -> str:
         lines = ["id,lower,upper,size"]
         lines += [f"{i},{lo},{up},{size}" for i, (lo, up, size) in enumerate(self.rows)]
@@ -329,29 +340,22 @@ def _short_lifespan(rng: random.Random, shape: Shape) -> int:
     return max(1, round(math.exp(rng.uniform(0, math.log(shape.steps / 3)))))
 
 
-def write_cases(out: Path, count: int, seed: int = 0, family: Family = FAMILY) -> list[Path]:
+def write_cases(
+    out: Path, count: int, seed: int = 0, family: Family = FAMILY, removed: Path | None = None
+) -> list[Path]:
+    """Writes the cases to `out` and, given `removed`, each case's removed pieces
+    (`HardCase.removed`) there as `hard-NNN.removed.csv` (id,lower,upper,size,offset)."""
     out.mkdir(parents=True, exist_ok=True)
+    if removed:
+        removed.mkdir(parents=True, exist_ok=True)
     paths = []
     for k in range(count):
         case = generate(seed + k, family=family)
         path = out / f"{case.name}.{case.capacity}.csv"
         path.write_text(case.csv())
         paths.append(path)
-    return paths
-
-
-def write_removed(out: Path, count: int, seed: int = 0, family: Family = FAMILY) -> list[Path]:
-    """Writes each case's removed pieces (`HardCase.removed`) as `hard-NNN.removed.csv`
-    (id,lower,upper,size,offset), for measuring guesses at them."""
-    out.mkdir(parents=True, exist_ok=True)
-    paths = []
-    for k in range(count):
-        case = generate(seed + k, family=family)
-        lines = ["id,lower,upper,size,offset"]
-        lines += [f"{i},{lo},{up},{size},{y}" for i, (lo, up, size, y) in enumerate(case.removed)]
-        path = out / f"{case.name}.removed.csv"
-        path.write_text("\n".join(lines) + "\n")
-        paths.append(path)
+        if removed:
+            (removed / f"{case.name}.removed.csv").write_text(case.removed_csv())
     return paths
 
 
@@ -367,10 +371,9 @@ def main() -> None:
     )
     args = parser.parse_args()
     family = HARDER if args.harder else REPLAY if args.replay else FAMILY
-    paths = write_cases(args.out, args.count, args.seed, family)
+    paths = write_cases(args.out, args.count, args.seed, family, args.removed)
     print(f"wrote {len(paths)} cases to {args.out}")
     if args.removed:
-        write_removed(args.removed, args.count, args.seed, family)
         print(f"wrote their removed pieces to {args.removed}")
 
 

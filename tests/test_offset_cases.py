@@ -18,28 +18,33 @@ from scripts.offset_cases import (
     MAX_BUFFERS,
     MIN_BUFFERS,
     REPLAY,
+    HardCase,
     family_stats,
     generate,
     in_family,
     write_cases,
-    write_removed,
 )
 from tests.conftest import shared_data
 
 OFFSET = get_type("offset")
 
 
-@settings(max_examples=40, deadline=None)
-@given(st.integers(min_value=0, max_value=2**32), st.sampled_from([FAMILY, REPLAY, HARDER]))
-def test_every_case_is_valid_and_its_planted_plan_fits_at_the_lower_bound(seed, family):
-    case = generate(seed, family=family)
+def _verify_planted(case: HardCase):
+    """The case through the judge's reader, and the verdict on its planted offsets."""
     with tempfile.TemporaryDirectory() as tmp:
         path, plan = Path(tmp, "case.csv"), Path(tmp, "plan.csv")
         path.write_text(case.csv())
         rows = (f"{i},{o}\n" for i, o in enumerate(case.offsets))
         plan.write_text("id,offset\n" + "".join(rows))
         parsed = OFFSET.parse_case(path, case.capacity)  # the judge's reader accepts it
-        verification = OFFSET.verify(parsed, OFFSET.parse_plan(plan, parsed))
+        return parsed, OFFSET.verify(parsed, OFFSET.parse_plan(plan, parsed))
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(min_value=0, max_value=2**32), st.sampled_from([FAMILY, REPLAY, HARDER]))
+def test_every_case_is_valid_and_its_planted_plan_fits_at_the_lower_bound(seed, family):
+    case = generate(seed, family=family)
+    parsed, verification = _verify_planted(case)
     assert MIN_BUFFERS <= len(parsed) <= MAX_BUFFERS
     assert OFFSET.lower_bound(parsed) == case.capacity
     assert verification.verdict == Verdict.OK and verification.peak == case.capacity
@@ -59,24 +64,18 @@ def test_the_removed_pieces_complete_a_perfect_packing(seed, family):
     """Buffers plus `removed`, at their offsets, overlap nowhere and cover the
     capacity x horizon rectangle exactly: what the filler guesses aim at."""
     case = generate(seed, family=family)
-    rows = case.rows + [(lo, up, size) for lo, up, size, _ in case.removed]
-    offsets = case.offsets + [y for *_, y in case.removed]
-    with tempfile.TemporaryDirectory() as tmp:
-        path, plan = Path(tmp, "case.csv"), Path(tmp, "plan.csv")
-        path.write_text(
-            "id,lower,upper,size\n"
-            + "".join(f"{i},{lo},{up},{s}\n" for i, (lo, up, s) in enumerate(rows))
-        )
-        plan.write_text("id,offset\n" + "".join(f"{i},{o}\n" for i, o in enumerate(offsets)))
-        parsed = OFFSET.parse_case(path, case.capacity)
-        verification = OFFSET.verify(parsed, OFFSET.parse_plan(plan, parsed))
+    packing = case.with_removed()
+    assert len(packing.rows) == len(case.rows) + len(case.removed)
+    _, verification = _verify_planted(packing)
     assert verification.verdict == Verdict.OK and verification.peak == case.capacity
+    rows = packing.rows
     horizon = max(up for _, up, _ in rows) - min(lo for lo, _, _ in rows)
     assert sum((up - lo) * size for lo, up, size in rows) == case.capacity * horizon
 
 
 def test_removed_pieces_are_written_beside_the_cases(tmp_path):
-    (path,) = write_removed(tmp_path, 1, seed=5)
+    write_cases(tmp_path / "cases", 1, seed=5, removed=tmp_path)
+    (path,) = tmp_path.glob("*.removed.csv")
     lines = path.read_text().split()
     assert path.name == "hard-005.removed.csv" and lines[0] == "id,lower,upper,size,offset"
     assert [tuple(map(int, line.split(",")[1:])) for line in lines[1:]] == generate(5).removed

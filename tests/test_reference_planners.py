@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from benchmarks.filler_truths import read_guesses
+from benchmarks.offset_planners import build
 from judge.importer import import_minimalloc
 from judge.package import CaseSpec, Problem, load_problem
 from judge.pipeline import JudgeReport, judge_planner
@@ -172,10 +174,7 @@ def _load_changes(rows) -> dict[int, int]:
 
 @pytest.fixture(scope="module")
 def strong_exe(tmp_path_factory) -> Path:
-    exe = tmp_path_factory.mktemp("strong") / "strong_search"
-    source = PLANNERS / "strong_search.cpp"
-    subprocess.run(["g++", "-O2", "-std=c++20", "-o", exe, source], check=True)
-    return exe
+    return build(PLANNERS / "strong_search.cpp", tmp_path_factory.mktemp("strong"))
 
 
 @pytest.mark.slow
@@ -195,12 +194,8 @@ def test_every_decomposer_guess_fills_the_deficit_exactly(seed, strong_exe, tmp_
     env = {"MEMORACE_CASE_DIR": str(case_dir), "MEMORACE_OUT_DIR": str(out_dir)}
     env["STRONG_SEARCH_GUESSES"] = str(dump)
     subprocess.run([strong_exe], env={**os.environ, **env}, check=True, timeout=60)
-    guesses: dict[int, list[tuple[int, int, int]]] = {}
-    lines = dump.read_text().split()
-    assert lines[0] == "guess,lower,upper,size"
-    for line in lines[1:]:
-        g, lo, up, size = map(int, line.split(","))
-        guesses.setdefault(g, []).append((lo, up, size))
+    assert dump.read_text().split()[0] == "guess,lower,upper,size"
+    guesses = read_guesses(dump)
     assert len(guesses) >= 16
     start, end = min(lo for lo, _, _ in case.rows), max(up for _, up, _ in case.rows)
     keys = set()
