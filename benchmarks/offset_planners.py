@@ -62,9 +62,11 @@ class Run:
     wall_s: float
 
 
-def build(source: Path, out: Path) -> Path:
+def build(source: Path, out: Path, defines: tuple[str, ...] = ()) -> Path:
+    """Compiles with the contest's flags (`defines`: -D names, e.g. a test's checks)."""
     exe = out / source.stem
-    subprocess.run(["g++", "-O2", "-std=c++20", "-o", exe, source], check=True)
+    flags = [f"-D{d}" for d in defines]
+    subprocess.run(["g++", "-O2", "-std=c++20", *flags, "-o", exe, source], check=True)
     return exe
 
 

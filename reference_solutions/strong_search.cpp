@@ -1749,8 +1749,9 @@ class CanonicalSearch {
     return mark;
   }
 
-  // Saves section s for undo, once per placement (or undo: unplace moves
-  // the stamp on, so a save after it cannot match an entry it popped).
+  // Saves section s for undo, once per placement.  unplace moves the stamp
+  // on too, so a save after an undo cannot match an entry the undo popped
+  // (today every save follows a place: sectionsFit runs right after it).
   void saveSection(int s) {
     if (secSaved_[s] == placeStamp_) return;
     secSaved_[s] = placeStamp_;
@@ -1813,10 +1814,25 @@ class CanonicalSearch {
     for (int s = part.lo; s < part.hi; ++s) {
       if (secTotal_[s] == 0) continue;
       refreshFloor(s);
+#ifdef STRONG_SEARCH_CHECK_FLOORS  // a test's build: every floor read is recomputed
+      if (exactFloors_) checkFloor(s);
+#endif
       if (std::max(offset, secFloor_[s]) + secTotal_[s] > target_) return false;
     }
     return true;
   }
+
+#ifdef STRONG_SEARCH_CHECK_FLOORS
+  void checkFloor(int s) const {
+    i64 low = kInf;
+    for (i64 e = secStart_[s], end = e + secUnplaced_[s]; e < end; ++e)
+      low = std::min(low, floor_[secMembers_[e]]);
+    if (low == secFloor_[s]) return;
+    std::fprintf(stderr, "section %d: floor %lld, its unplaced members' lowest %lld\n", s,
+                 (long long)secFloor_[s], (long long)low);
+    std::abort();
+  }
+#endif
 
   // --- depth-first search ---------------------------------------------------
 

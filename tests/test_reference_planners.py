@@ -16,6 +16,7 @@ from judge.package import CaseSpec, Problem, load_problem
 from judge.pipeline import JudgeReport, judge_planner
 from judge.types import get_type
 from judge.verdict import Verdict
+from judge.verifier import check_plan
 from scripts.offset_cases import generate, write_cases
 from tests.conftest import ROOT, judged_locally, shared_data
 
@@ -183,17 +184,8 @@ def test_every_decomposer_guess_fills_the_deficit_exactly(seed, strong_exe, tmp_
     """The guesses strong_search writes with STRONG_SEARCH_GUESSES (the diagnostic
     behind benchmarks/filler_truths.py --ranks): each, added to the buffers, loads
     every time of the horizon to exactly the capacity, and no two are the same."""
-    case = generate(seed)
-    offset = get_type("offset")
-    csv, case_dir, out_dir, dump = (tmp_path / n for n in ("c.csv", "case", "out", "g.csv"))
-    csv.write_text(case.csv())
-    case_dir.mkdir()
-    out_dir.mkdir()
-    limits = {"time_limit_s": 3, "memory_limit_mb": 2048, "name": case.name}
-    offset.write_planner_input(offset.parse_case(csv, case.capacity), case_dir, limits)
-    env = {"MEMORACE_CASE_DIR": str(case_dir), "MEMORACE_OUT_DIR": str(out_dir)}
-    env["STRONG_SEARCH_GUESSES"] = str(dump)
-    subprocess.run([strong_exe], env={**os.environ, **env}, check=True, timeout=60)
+    case, dump = generate(seed), tmp_path / "g.csv"
+    _run_planner(strong_exe, case, tmp_path, {"STRONG_SEARCH_GUESSES": str(dump)})
     assert dump.read_text().split()[0] == "guess,lower,upper,size"
     guesses = read_guesses(dump)
     assert len(guesses) >= 16
@@ -206,3 +198,33 @@ def test_every_decomposer_guess_fills_the_deficit_exactly(seed, strong_exe, tmp_
             assert load == (case.capacity if start <= t < end else 0), (t, load)
         keys.add(tuple(sorted(fillers)))
     assert len(keys) == len(guesses)
+
+
+def _run_planner(exe: Path, case, tmp_path: Path, env: dict[str, str]) -> Path:
+    """Runs `exe` on `case` for 3 s of its own time limit; returns its plan.csv."""
+    offset = get_type("offset")
+    csv, case_dir, out_dir = (tmp_path / n for n in ("c.csv", "case", "out"))
+    csv.write_text(case.csv())
+    case_dir.mkdir()
+    out_dir.mkdir()
+    limits = {"time_limit_s": 3, "memory_limit_mb": 2048, "name": case.name}
+    offset.write_planner_input(offset.parse_case(csv, case.capacity), case_dir, limits)
+    dirs = {"MEMORACE_CASE_DIR": str(case_dir), "MEMORACE_OUT_DIR": str(out_dir)}
+    subprocess.run([exe], env={**os.environ, **env, **dirs}, check=True, timeout=60)
+    return out_dir / "plan.csv"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", [902, 1337, 3032])  # plain fit; padded searches all along
+def test_every_exact_section_floor_the_search_reads_is_the_minimum(seed, tmp_path):
+    """Exact floors are kept by witness (refreshFloor): a build with
+    STRONG_SEARCH_CHECK_FLOORS recomputes each floor sectionsFit reads from the
+    section's unplaced members and aborts on a difference, through plain and padded
+    searches (their undo included); the plan it writes places every buffer."""
+    exe = build(PLANNERS / "strong_search.cpp", tmp_path, ("STRONG_SEARCH_CHECK_FLOORS",))
+    case = generate(seed)
+    plan = _run_planner(exe, case, tmp_path, {})
+    offset = get_type("offset")  # 1337 does not fit: its plan is checked without a capacity
+    parsed = offset.parse_case(tmp_path / "c.csv", 1 << 50)
+    verification, _ = check_plan(offset, parsed, offset.lower_bound(parsed), plan)
+    assert verification.verdict == Verdict.OK, verification
