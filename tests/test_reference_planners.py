@@ -200,8 +200,9 @@ def test_every_decomposer_guess_fills_the_deficit_exactly(seed, strong_exe, tmp_
     assert len(keys) == len(guesses)
 
 
-def _run_planner(exe: Path, case, tmp_path: Path, env: dict[str, str]) -> Path:
-    """Runs `exe` on `case` for 3 s of its own time limit; returns its plan.csv."""
+def _run_planner(exe: Path, case, tmp_path: Path, env: dict[str, str]) -> tuple[Path, Path]:
+    """Runs `exe` on `case` for 3 s of its own time limit; returns the case's CSV and
+    the plan.csv it wrote."""
     offset = get_type("offset")
     csv, case_dir, out_dir = (tmp_path / n for n in ("c.csv", "case", "out"))
     csv.write_text(case.csv())
@@ -211,7 +212,7 @@ def _run_planner(exe: Path, case, tmp_path: Path, env: dict[str, str]) -> Path:
     offset.write_planner_input(offset.parse_case(csv, case.capacity), case_dir, limits)
     dirs = {"MEMORACE_CASE_DIR": str(case_dir), "MEMORACE_OUT_DIR": str(out_dir)}
     subprocess.run([exe], env={**os.environ, **env, **dirs}, check=True, timeout=60)
-    return out_dir / "plan.csv"
+    return csv, out_dir / "plan.csv"
 
 
 @pytest.mark.slow
@@ -222,9 +223,8 @@ def test_every_exact_section_floor_the_search_reads_is_the_minimum(seed, tmp_pat
     section's unplaced members and aborts on a difference, through plain and padded
     searches (their undo included); the plan it writes places every buffer."""
     exe = build(PLANNERS / "strong_search.cpp", tmp_path, ("STRONG_SEARCH_CHECK_FLOORS",))
-    case = generate(seed)
-    plan = _run_planner(exe, case, tmp_path, {})
+    csv, plan = _run_planner(exe, generate(seed), tmp_path, {})
     offset = get_type("offset")  # 1337 does not fit: its plan is checked without a capacity
-    parsed = offset.parse_case(tmp_path / "c.csv", 1 << 50)
+    parsed = offset.parse_case(csv, 1 << 50)
     verification, _ = check_plan(offset, parsed, offset.lower_bound(parsed), plan)
     assert verification.verdict == Verdict.OK, verification
