@@ -1809,25 +1809,52 @@ class CanonicalSearch {
 
   // Section inference: every unplaced buffer of section s goes at or above
   // both the section floor and the current offset (offsets never decrease),
-  // and they all stack on each other (they are live together).
+  // and they all stack on each other (they are live together).  A stored
+  // floor is a lower bound of the exact one (it was exact when stored; since
+  // then members only left and floors only rose), so a section that fails on
+  // it fails: that pass runs first, and most nodes that fail stop there.
+  // Then a section is made exact (refreshFloor) only when an upper bound of
+  // its floor (its witness's floor) does not already let it pass.  The same
+  // answer as making every floor exact; narrowToTightSection makes exact the
+  // floors it reads.
   bool sectionsFit(const Part& part, i64 offset) {
     for (int s = part.lo; s < part.hi; ++s) {
-      if (secTotal_[s] == 0) continue;
-      refreshFloor(s);
-#ifdef STRONG_SEARCH_CHECK_FLOORS  // a test's build: every floor read is recomputed
-      if (exactFloors_) checkFloor(s);
+#ifdef STRONG_SEARCH_CHECK_FLOORS
+      if (exactFloors_ && secTotal_[s] != 0) checkFloor(s, true);
 #endif
+      if (secTotal_[s] != 0 && std::max(offset, secFloor_[s]) + secTotal_[s] > target_)
+        return false;
+    }
+    for (int s = part.lo; s < part.hi; ++s) {
+      if (secTotal_[s] == 0 || std::max(offset, witnessFloor(s)) <= target_ - secTotal_[s])
+        continue;
+      exactFloor(s);
       if (std::max(offset, secFloor_[s]) + secTotal_[s] > target_) return false;
     }
     return true;
   }
 
+  // The floor of section s's witness if it is still unplaced (at or above the
+  // exact floor), else no bound.
+  i64 witnessFloor(int s) const {
+    const int w = secWitness_[s];
+    return w >= 0 && off_[w] < 0 ? floor_[w] : kInf;
+  }
+
+  void exactFloor(int s) {
+    refreshFloor(s);
+#ifdef STRONG_SEARCH_CHECK_FLOORS  // a test's build: every exact floor read is recomputed
+    if (exactFloors_) checkFloor(s);
+#endif
+  }
+
 #ifdef STRONG_SEARCH_CHECK_FLOORS
-  void checkFloor(int s) const {
+  // Aborts unless the stored floor is the exact one (or, `lowerBound`, at most it).
+  void checkFloor(int s, bool lowerBound = false) const {
     i64 low = kInf;
     for (i64 e = secStart_[s], end = e + secUnplaced_[s]; e < end; ++e)
       low = std::min(low, floor_[secMembers_[e]]);
-    if (low == secFloor_[s]) return;
+    if (low == secFloor_[s] || (lowerBound && secFloor_[s] < low)) return;
     std::fprintf(stderr, "section %d: floor %lld, its unplaced members' lowest %lld\n", s,
                  (long long)secFloor_[s], (long long)low);
     std::abort();
@@ -1910,7 +1937,9 @@ class CanonicalSearch {
     ++tightClock_;
     bool any = false;
     for (int s = part.lo; s < part.hi; ++s) {
-      if (secTotal_[s] == 0 || secFloor_[s] != h || h + secTotal_[s] != target_) continue;
+      if (secTotal_[s] == 0 || secFloor_[s] > h || h + secTotal_[s] != target_) continue;
+      exactFloor(s);  // the stored floor is a lower bound (see sectionsFit)
+      if (secFloor_[s] != h) continue;
       tightStamp_[s] = tightClock_;
       tightCount_[s] = 0;
       any = true;

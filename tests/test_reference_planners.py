@@ -218,10 +218,12 @@ def _run_planner(exe: Path, case, tmp_path: Path, env: dict[str, str]) -> tuple[
 @pytest.mark.slow
 @pytest.mark.parametrize("seed", [902, 1337, 3032])  # plain fit; padded searches all along
 def test_every_exact_section_floor_the_search_reads_is_the_minimum(seed, tmp_path):
-    """Exact floors are kept by witness (refreshFloor): a build with
-    STRONG_SEARCH_CHECK_FLOORS recomputes each floor sectionsFit reads from the
-    section's unplaced members and aborts on a difference, through plain and padded
-    searches (their undo included); the plan it writes places every buffer."""
+    """Exact floors are kept by witness (refreshFloor) and made exact only where
+    an answer needs them (sectionsFit, narrowToTightSection): a build with
+    STRONG_SEARCH_CHECK_FLOORS recomputes each floor they read from the section's
+    unplaced members and aborts when an exact one differs or a stored one (read as
+    a lower bound) is above it, through plain and padded searches (their undo
+    included); the plan it writes places every buffer."""
     exe = build(PLANNERS / "strong_search.cpp", tmp_path, ("STRONG_SEARCH_CHECK_FLOORS",))
     csv, plan = _run_planner(exe, generate(seed), tmp_path, {})
     offset = get_type("offset")  # 1337 does not fit: its plan is checked without a capacity
