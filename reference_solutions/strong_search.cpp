@@ -1770,8 +1770,7 @@ class CanonicalSearch {
   // 900-1099, 24 % on 1100-1299).  The witness is the member at the floor with the fewest
   // unplaced neighbours: the one least likely to be raised soon.
   void refreshFloor(int s) {
-    const int w = secWitness_[s];
-    if (w >= 0 && off_[w] < 0 && floor_[w] == secFloor_[s]) return;
+    if (witnessFloor(s) == secFloor_[s]) return;
     saveSection(s);
     i64 low = kInf;
     int witness = -1;
@@ -1854,7 +1853,7 @@ class CanonicalSearch {
     i64 low = kInf;
     for (i64 e = secStart_[s], end = e + secUnplaced_[s]; e < end; ++e)
       low = std::min(low, floor_[secMembers_[e]]);
-    if (low == secFloor_[s] || (lowerBound && secFloor_[s] < low)) return;
+    if (lowerBound ? secFloor_[s] <= low : secFloor_[s] == low) return;
     std::fprintf(stderr, "section %d: floor %lld, its unplaced members' lowest %lld\n", s,
                  (long long)secFloor_[s], (long long)low);
     std::abort();
