@@ -54,9 +54,10 @@
 //      decompositions of the deficit profile (DeficitDecomposer, a
 //      likelihood order), then up to 256 randomized ones (fillerBuffers),
 //      each searched both ways in time, built when first tried
-//      (FillerGuesses) and tried at a small budget in turn after each of
-//      our rounds, for half its time: a right guess fits almost at once,
-//      so many cheap guesses beat a few long ones.
+//      (FillerGuesses; the decompositions too are made only as the
+//      rotation reaches them) and tried at a small budget in turn after
+//      each of our rounds, for twice its time: a right guess fits almost at
+//      once, so many cheap guesses beat a few long ones.
 //      These searches branch on a full section (narrowToTightSection): with
 //      no room to waste, one of its members must sit at the lowest floor.
 //      First T = capacity (only if the seed does not fit), then T is tightened
@@ -110,6 +111,7 @@
 #include <map>
 #include <memory>
 #include <numeric>
+#include <optional>
 #include <queue>
 #include <random>
 #include <set>
@@ -2130,7 +2132,7 @@ class Tightener {
   // growing budgets.  Returns false if that was proven impossible.
   // The padded searches of `guesses` (see fillerBuffers) search the same
   // buffers plus fillers, with full-section branching; after each of our
-  // rounds they get half its time, in turn, each at a small budget.  When the
+  // rounds they get twice its time, in turn, each at a small budget.  When the
   // fillers are right the search is nearly forced, so many guesses at small
   // budgets beat a few at large ones (dev seeds 2000-2059, 10 s: 16 guesses,
   // 2 a round sharing a round's budget, none past 64 per buffer: 52/60; 256
@@ -2223,9 +2225,11 @@ class Tightener {
   static constexpr double kRandomFrac = 0.5;
   // Filler guesses: each try gets kGuessBudget per buffer (times 4 for every
   // pass the rotation has made over all guesses); after each of our rounds
-  // they get kGuessShare of its time (at least kMinGuessSeconds).
+  // they get kGuessShare of its time (at least kMinGuessSeconds).  Seeds
+  // 900-1699, 10 s: 0.5 fitted 778-780 of 800, 1.0 779, 2.0 782-783; our
+  // own search rarely fits late where the guesses have not.
   static constexpr i64 kGuessBudget = 16;
-  static constexpr double kGuessShare = 0.5;
+  static constexpr double kGuessShare = 2.0;
   static constexpr double kMinGuessSeconds = 0.005;
   CanonicalSearch& search_;
   int nextRandom_ = 0;
@@ -2375,57 +2379,52 @@ class DeficitDecomposer {
     }
   }
 
-  // Up to `count` distinct guesses, cheapest first, keeping at most
-  // `maxOpen` open fillers over all partial decompositions (each holds its
-  // open list: memory stays under 16 bytes each), until the deadline.
-  //
-  // With `perEvent` > 0 a node is ranked by its cost plus perEvent for each
-  // event left: deeper nodes come first, so complete decompositions come out
-  // where the likelihood order alone runs out of room with none (cases with
-  // many removed pieces live at once: each partial decomposition holds them
-  // all, and the cheapest partial ones fill the 2 M bound far from the end;
-  // 4 of the 4 cases of seeds 900-1099 this planner missed got no guess).
-  std::vector<std::vector<SearchBuffer>> cheapest(int count, size_t maxOpen,
-                                                  const Deadline& deadline,
-                                                  double perEvent = 0) {
-    std::vector<std::vector<SearchBuffer>> out;
-    std::set<std::vector<std::array<i64, 3>>> seen;
+  // Starts (or restarts) the sweep.  With `perEvent` > 0 a node is ranked by
+  // its cost plus perEvent for each event left: deeper nodes come first, so
+  // complete decompositions come out where the likelihood order alone runs
+  // out of room with none (cases with many removed pieces live at once: each
+  // partial decomposition holds them all, and the cheapest partial ones fill
+  // the bound on open fillers far from the end; 4 of the 4 cases of seeds
+  // 900-1099 this planner missed got no guess).
+  void start(double perEvent = 0) {
+    perEvent_ = perEvent;
+    heap_ = {};
+    seen_.clear();
     nodes_.clear();
     links_.clear();
-    using Entry = std::pair<double, size_t>;  // (rank, node), lowest first
-    std::priority_queue<Entry, std::vector<Entry>, std::greater<>> heap;
+    kept_ = 0;
+    emitted_ = 0;
+    const double rank = perEvent * (double)events_.size();
     nodes_.push_back({0, {}, -1});
-    heap.push({perEvent * (double)events_.size(), 0});
-    size_t kept = 0;  // open fillers held by all nodes
-    for (size_t pops = 0; !heap.empty() && (int)out.size() < count && kept < maxOpen; ++pops) {
+    heap_.push({rank, 0});
+  }
+
+  // The next distinct guess, cheapest first, or none: the sweep is done, its
+  // partial decompositions hold `maxOpen` open fillers (each holds its open
+  // list), it popped kMaxPopsToFirst nodes without completing a first one,
+  // or the deadline.  Resumable, so a guess costs only when the rotation
+  // reaches it (the decomposer may run long where many pieces are live).
+  std::optional<std::vector<SearchBuffer>> next(size_t maxOpen, const Deadline& deadline) {
+    for (size_t pops = 0; !heap_.empty() && kept_ < maxOpen; ++pops) {
       if ((pops & 1023) == 0 && deadline.passed()) break;
-      if (out.empty() && pops >= kMaxPopsToFirst) break;  // no end in sight (E: 0.4 s)
-      const auto [rank, index] = heap.top();
-      heap.pop();
+      if (emitted_ == 0 && pops >= kMaxPopsToFirst) break;  // no end in sight (E: 0.4 s)
+      const auto [rank, index] = heap_.top();
+      heap_.pop();
       if (nodes_[index].event == (int)events_.size()) {
         std::vector<std::array<i64, 3>> key = normalized(nodes_[index].emitted);
-        if (key.empty() || !seen.insert(key).second) continue;
+        if (key.empty() || !seen_.insert(key).second) continue;
+        ++emitted_;
         std::vector<SearchBuffer> fillers;
         for (const auto& [lo, up, size] : key) fillers.push_back({lo, up, size, 1});
-        out.push_back(std::move(fillers));
-        continue;
+        return fillers;
       }
-      for (Option& o : options(nodes_[index])) {
-        int chain = nodes_[index].emitted;
-        double pieceCost = 0;
-        for (const Piece& p : o.emitted) {
-          if (p.start >= p.end) continue;
-          links_.push_back({p, chain});
-          chain = (int)links_.size() - 1;
-          if (!evidenced(p)) pieceCost += kNoEvidence;
-        }
-        kept += o.open.size() + 1;
-        nodes_.push_back({nodes_[index].event + 1, std::move(o.open), chain});
-        heap.push({rank + o.cost + pieceCost - perEvent, nodes_.size() - 1});
-      }
+      expand(index, rank);
     }
-    return out;
+    return std::nullopt;
   }
+
+  // Guesses returned since start().
+  int emitted() const { return emitted_; }
 
  private:
   struct Open {
@@ -2439,6 +2438,25 @@ class DeficitDecomposer {
     std::vector<Open> open;  // in opening order
     int emitted;             // last link of its chain of closed pieces, or -1
   };
+
+  // Queues the explanations of the node's next event.
+  void expand(size_t index, double rank) {
+    for (Option& o : options(nodes_[index])) {
+      int chain = nodes_[index].emitted;
+      double pieceCost = 0;
+      for (const Piece& p : o.emitted) {
+        if (p.start >= p.end) continue;
+        links_.push_back({p, chain});
+        chain = (int)links_.size() - 1;
+        if (!evidenced(p)) pieceCost += kNoEvidence;
+      }
+      kept_ += o.open.size() + 1;
+      nodes_.push_back({nodes_[index].event + 1, std::move(o.open), chain});
+      heap_.push({rank + o.cost + pieceCost - perEvent_, nodes_.size() - 1});
+    }
+  }
+
+
   struct Link {
     Piece piece;
     int prev;
@@ -2564,6 +2582,12 @@ class DeficitDecomposer {
   std::set<std::pair<i64, i64>> ends_, starts_, spans_;
   std::vector<Node> nodes_;
   std::vector<Link> links_;
+  using Entry = std::pair<double, size_t>;    // (rank, node), lowest first
+  std::priority_queue<Entry, std::vector<Entry>, std::greater<>> heap_;
+  std::set<std::vector<std::array<i64, 3>>> seen_;
+  double perEvent_ = 0;
+  size_t kept_ = 0;  // open fillers held by all nodes
+  int emitted_ = 0;
 };
 
 // Filler guesses searched beside the real problem while it does not fit, on
@@ -2574,7 +2598,11 @@ constexpr int kStructuredGuesses = 256;
 // left (complete decompositions of generated cases cost 0.4-0.7 per event;
 // at 0.5 one of the four missed cases still got none, at 1.0 all got 256).
 constexpr double kDeeperPerEvent = 1.0;
-constexpr size_t kMaxDecomposerOpen = 2'000'000;
+// The decomposer's room: open fillers over all its partial decompositions
+// (about 40 bytes each with their nodes: 590 MB at most measured on seeds
+// 900-1699).  At 2 M it ran out of room before the truth on seeds 1128 and
+// 1350 (ranks 240 and 121 at 16 M) and after 7 guesses on 1471 (208).
+constexpr size_t kMaxDecomposerOpen = 16'000'000;
 // Bounds the padded searches' memory (about 300 MB: 300 guesses of a
 // MiniMalloc-sized case, 50 of a 2,000-buffer one).
 constexpr size_t kMaxPaddedTotal = 100'000;
@@ -2627,25 +2655,50 @@ class FillerGuesses {
   int built() const { return (int)searches_.size(); }
 
  private:
+  // The decomposer's next guess (it is made when first needed, after the
+  // buffers alone), or none: kStructuredGuesses taken, or it has no more.
+  std::optional<std::vector<SearchBuffer>> nextStructured() {
+    if (!decomposer_) {
+      deficit_ = deficitChanges(buffers_, capacity_);
+      decomposer_.emplace(deficit_, buffers_);
+      decomposer_->start();
+      if (std::getenv("STRONG_SEARCH_GUESSES") != nullptr) {  // a diagnostic: all at once
+        while (std::optional<std::vector<SearchBuffer>> guess = pullStructured())
+          dumped_.push_back(std::move(*guess));
+        dumpGuesses(dumped_);
+      }
+    }
+    if (!dumped_.empty()) {
+      if (nextDumped_ < dumped_.size()) return dumped_[nextDumped_++];
+      return std::nullopt;
+    }
+    return pullStructured();
+  }
+
+  std::optional<std::vector<SearchBuffer>> pullStructured() {
+    while (!structuredDone_ && taken_ < kStructuredGuesses) {
+      if (std::optional<std::vector<SearchBuffer>> guess =
+              decomposer_->next(kMaxDecomposerOpen, deadline_)) {
+        ++taken_;
+        return guess;
+      }
+      if (decomposer_->emitted() > 0 || deeper_ || deadline_.passed()) break;
+      decomposer_->start(kDeeperPerEvent);  // none complete: a deeper-first order
+      deeper_ = true;
+    }
+    structuredDone_ = true;
+    return std::nullopt;
+  }
+
   // Builds the next distinct guess and appends it to the rotation.
   bool buildNext() {
     while (nextVariant_ < variants_ && !deadline_.passed()) {
       const bool alone = nextVariant_ < 0;  // the buffers alone come first
-      if (!alone && !decomposed_) {  // first needed after the buffers alone
-        deficit_ = deficitChanges(buffers_, capacity_);
-        DeficitDecomposer decomposer(deficit_, buffers_);
-        structured_ = decomposer.cheapest(kStructuredGuesses, kMaxDecomposerOpen, deadline_);
-        if (structured_.empty())  // none complete: a deeper-first order
-          structured_ = decomposer.cheapest(kStructuredGuesses, kMaxDecomposerOpen, deadline_,
-                                            kDeeperPerEvent);
-        decomposed_ = true;
-        dumpGuesses(structured_);
-      }
       std::vector<SearchBuffer> fillers;
       if (alone)
         ++nextVariant_;
-      else if (nextStructured_ < structured_.size())  // before the random variants
-        fillers = structured_[nextStructured_++];
+      else if (std::optional<std::vector<SearchBuffer>> guess = nextStructured())
+        fillers = std::move(*guess);  // before the random variants
       else
         fillers = fillerBuffers(deficit_, nextVariant_++);
       if (!alone && fillers.empty()) break;  // the buffers fill every section
@@ -2697,10 +2750,13 @@ class FillerGuesses {
   const std::vector<SearchBuffer>& buffers_;
   i64 capacity_;
   int variants_;
-  bool decomposed_ = false;                  // deficit_ and structured_ are built
   std::vector<DeficitChange> deficit_;
-  std::vector<std::vector<SearchBuffer>> structured_;  // DeficitDecomposer's, cheapest first
-  size_t nextStructured_ = 0;
+  std::optional<DeficitDecomposer> decomposer_;  // made when first needed
+  int taken_ = 0;                                // guesses taken from it
+  bool deeper_ = false;                          // it runs its deeper-first order
+  bool structuredDone_ = false;                  // it has no more to give
+  std::vector<std::vector<SearchBuffer>> dumped_;  // all its guesses, under the diagnostic
+  size_t nextDumped_ = 0;
   size_t paddedTotal_ = 0;  // buffers over all padded searches built
   std::vector<i64> seed_;
   const Deadline& deadline_;
