@@ -2456,7 +2456,6 @@ class DeficitDecomposer {
     }
   }
 
-
   struct Link {
     Piece piece;
     int prev;
@@ -2658,7 +2657,8 @@ class FillerGuesses {
   // The decomposer's next guess (it is made when first needed, after the
   // buffers alone), or none: kStructuredGuesses taken, or it has no more.
   std::optional<std::vector<SearchBuffer>> nextStructured() {
-    if (!decomposer_) {
+    if (!decomposed_) {
+      decomposed_ = true;
       deficit_ = deficitChanges(buffers_, capacity_);
       decomposer_.emplace(deficit_, buffers_);
       decomposer_->start();
@@ -2687,6 +2687,7 @@ class FillerGuesses {
       deeper_ = true;
     }
     structuredDone_ = true;
+    decomposer_.reset();  // its room (up to several hundred MB) is not needed again
     return std::nullopt;
   }
 
@@ -2751,7 +2752,8 @@ class FillerGuesses {
   i64 capacity_;
   int variants_;
   std::vector<DeficitChange> deficit_;
-  std::optional<DeficitDecomposer> decomposer_;  // made when first needed
+  bool decomposed_ = false;                      // deficit_ and decomposer_ are made
+  std::optional<DeficitDecomposer> decomposer_;  // made when first needed, freed when done
   int taken_ = 0;                                // guesses taken from it
   bool deeper_ = false;                          // it runs its deeper-first order
   bool structuredDone_ = false;                  // it has no more to give
