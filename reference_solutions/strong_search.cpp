@@ -2610,9 +2610,7 @@ constexpr size_t kMaxPaddedBuffers = 2000;
 // Diagnostics: with STRONG_SEARCH_GUESSES=path the decomposer's guesses are
 // written there in order (guess,lower,upper,size), for measuring where the
 // true removed pieces rank (benchmarks/filler_truths.py --ranks).
-void dumpGuesses(const std::vector<std::vector<SearchBuffer>>& guesses) {
-  const char* path = std::getenv("STRONG_SEARCH_GUESSES");
-  if (path == nullptr) return;
+void dumpGuesses(const char* path, const std::deque<std::vector<SearchBuffer>>& guesses) {
   std::ofstream out(path);
   out << "guess,lower,upper,size\n";
   for (size_t g = 0; g < guesses.size(); ++g)
@@ -2662,31 +2660,28 @@ class FillerGuesses {
       deficit_ = deficitChanges(buffers_, capacity_);
       decomposer_.emplace(deficit_, buffers_);
       decomposer_->start();
-      if (std::getenv("STRONG_SEARCH_GUESSES") != nullptr) {  // a diagnostic: all at once
+      if (const char* path = std::getenv("STRONG_SEARCH_GUESSES")) {  // a diagnostic: all at once
         while (std::optional<std::vector<SearchBuffer>> guess = pullStructured())
           dumped_.push_back(std::move(*guess));
-        dumpGuesses(dumped_);
+        dumpGuesses(path, dumped_);
       }
     }
-    if (!dumped_.empty()) {
-      if (nextDumped_ < dumped_.size()) return dumped_[nextDumped_++];
-      return std::nullopt;
-    }
-    return pullStructured();
+    if (dumped_.empty()) return pullStructured();  // none once the decomposer is done
+    std::vector<SearchBuffer> guess = std::move(dumped_.front());
+    dumped_.pop_front();
+    return guess;
   }
 
+  // From the decomposer while it has guesses to give; freed once it has not.
   std::optional<std::vector<SearchBuffer>> pullStructured() {
-    while (!structuredDone_ && taken_ < kStructuredGuesses) {
+    while (decomposer_ && decomposer_->emitted() < kStructuredGuesses) {
       if (std::optional<std::vector<SearchBuffer>> guess =
-              decomposer_->next(kMaxDecomposerOpen, deadline_)) {
-        ++taken_;
+              decomposer_->next(kMaxDecomposerOpen, deadline_))
         return guess;
-      }
       if (decomposer_->emitted() > 0 || deeper_ || deadline_.passed()) break;
       decomposer_->start(kDeeperPerEvent);  // none complete: a deeper-first order
       deeper_ = true;
     }
-    structuredDone_ = true;
     decomposer_.reset();  // its room (up to several hundred MB) is not needed again
     return std::nullopt;
   }
@@ -2754,11 +2749,8 @@ class FillerGuesses {
   std::vector<DeficitChange> deficit_;
   bool decomposed_ = false;                      // deficit_ and decomposer_ are made
   std::optional<DeficitDecomposer> decomposer_;  // made when first needed, freed when done
-  int taken_ = 0;                                // guesses taken from it
   bool deeper_ = false;                          // it runs its deeper-first order
-  bool structuredDone_ = false;                  // it has no more to give
-  std::vector<std::vector<SearchBuffer>> dumped_;  // all its guesses, under the diagnostic
-  size_t nextDumped_ = 0;
+  std::deque<std::vector<SearchBuffer>> dumped_;  // its guesses not yet taken, under the diagnostic
   size_t paddedTotal_ = 0;  // buffers over all padded searches built
   std::vector<i64> seed_;
   const Deadline& deadline_;
