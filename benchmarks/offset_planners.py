@@ -77,16 +77,8 @@ def run_case(
     case = OFFSET.parse_case(case_csv, capacity)
     lower_bound = OFFSET.lower_bound(case)
     with tempfile.TemporaryDirectory() as tmp:
-        case_dir, out_dir = Path(tmp, "case"), Path(tmp, "out")
-        out_dir.mkdir()
-        case_dir.mkdir()
-        limits = {"time_limit_s": time_limit_s, "memory_limit_mb": 4096, "name": case_csv.stem}
-        OFFSET.write_planner_input(case, case_dir, limits)
-        dirs = {"MEMORACE_CASE_DIR": str(case_dir), "MEMORACE_OUT_DIR": str(out_dir)}
-        stderr, cpu, wall = _run_timed(
-            exe, {**os.environ, **(env or {}), **dirs}, Path(tmp, "stderr"), time_limit_s + 30
-        )
-        verification, _ = check_plan(OFFSET, case, lower_bound, out_dir / "plan.csv")
+        plan, _, stderr, cpu, wall = run_planner(exe, case, Path(tmp), time_limit_s, env)
+        verification, _ = check_plan(OFFSET, case, lower_bound, plan)
     fits = verification.verdict == Verdict.OK
     first = cpu if fits else None
     logged = [(int(p), float(t)) for p, _, t in PLAN_LINE.findall(stderr)]
@@ -96,17 +88,35 @@ def run_case(
     return Run(fits, verification.peak, lower_bound, first, final, wall)
 
 
-def _run_timed(exe: Path, env: dict, log: Path, timeout_s: float) -> tuple[str, float, float]:
-    """Runs `exe`; returns its stderr, CPU seconds (user + system) and wall seconds.
+def run_planner(
+    exe: Path, case, work: Path, time_limit_s: float, env: dict | None = None
+) -> tuple[Path, int, str, float, float]:
+    """Runs the planner on a parsed case per the planner contract, in `work`/case and
+    `work`/out; returns the plan's path, its wait status (os.waitstatus_to_exitcode),
+    its stderr, CPU and wall seconds."""
+    case_dir, out_dir = work / "case", work / "out"
+    case_dir.mkdir()
+    out_dir.mkdir()
+    limits = {"time_limit_s": time_limit_s, "memory_limit_mb": 4096, "name": Path(case.path).stem}
+    OFFSET.write_planner_input(case, case_dir, limits)
+    dirs = {"MEMORACE_CASE_DIR": str(case_dir), "MEMORACE_OUT_DIR": str(out_dir)}
+    environ = {**os.environ, **(env or {}), **dirs}
+    status, stderr, cpu, wall = _run_timed(exe, environ, work / "stderr", time_limit_s + 30)
+    return out_dir / "plan.csv", status, stderr, cpu, wall
+
+
+def _run_timed(exe: Path, env: dict, log: Path, timeout_s: float) -> tuple[int, str, float, float]:
+    """Runs `exe`; returns its wait status, stderr, CPU seconds (user + system) and
+    wall seconds.
     os.wait4 gives this child's own usage, so parallel runs do not mix."""
     start = time.monotonic()
     with log.open("w") as err:
         proc = subprocess.Popen([exe], env=env, stdout=subprocess.DEVNULL, stderr=err)
         try:
-            _, _, usage = _wait4(proc.pid, timeout_s)
+            _, status, usage = _wait4(proc.pid, timeout_s)
         finally:
             proc.returncode = 0  # reaped by wait4 (or killed): Popen must not wait again
-    return log.read_text(), usage.ru_utime + usage.ru_stime, time.monotonic() - start
+    return status, log.read_text(), usage.ru_utime + usage.ru_stime, time.monotonic() - start
 
 
 def _wait4(pid: int, timeout_s: float) -> tuple[int, int, os.struct_rusage]:

@@ -167,7 +167,7 @@ def slow_makespan(case: dict[str, Any], plan: dict[str, Any]) -> Fraction:
     return get(("step", len(steps) - 1))
 
 
-@settings(max_examples=2500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=1000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(valid_pairs())
 def test_simulated_makespan_equals_the_slow_reference(pair):
     case_raw, plan_raw = pair
@@ -210,7 +210,7 @@ def all_pairs_problem(case: dict[str, Any], plan: dict[str, Any]) -> str | None:
     return None
 
 
-@settings(max_examples=3000, deadline=None)
+@settings(max_examples=1000, deadline=None)
 @given(any_pairs())
 def test_static_check_agrees_with_all_pairs(pair):
     case_raw, plan_raw = pair

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import subprocess
 from pathlib import Path
 
 import pytest
 
 from benchmarks.filler_truths import read_guesses
-from benchmarks.offset_planners import build
+from benchmarks.offset_planners import build, run_planner
 from judge.importer import import_minimalloc
 from judge.package import CaseSpec, Problem, load_problem
 from judge.pipeline import JudgeReport, judge_planner
@@ -203,29 +202,33 @@ def test_every_decomposer_guess_fills_the_deficit_exactly(seed, strong_exe, tmp_
 def _run_planner(exe: Path, case, tmp_path: Path, env: dict[str, str]) -> tuple[Path, Path]:
     """Runs `exe` on `case` for 3 s of its own time limit; returns the case's CSV and
     the plan.csv it wrote."""
-    offset = get_type("offset")
-    csv, case_dir, out_dir = (tmp_path / n for n in ("c.csv", "case", "out"))
+    csv = tmp_path / "c.csv"
     csv.write_text(case.csv())
-    case_dir.mkdir()
-    out_dir.mkdir()
-    limits = {"time_limit_s": 3, "memory_limit_mb": 2048, "name": case.name}
-    offset.write_planner_input(offset.parse_case(csv, case.capacity), case_dir, limits)
-    dirs = {"MEMORACE_CASE_DIR": str(case_dir), "MEMORACE_OUT_DIR": str(out_dir)}
-    subprocess.run([exe], env={**os.environ, **env, **dirs}, check=True, timeout=60)
-    return csv, out_dir / "plan.csv"
+    parsed = get_type("offset").parse_case(csv, case.capacity)
+    plan, status, stderr, *_ = run_planner(exe, parsed, tmp_path, 3, env)
+    assert os.waitstatus_to_exitcode(status) == 0, stderr[-2000:]
+    return csv, plan
+
+
+@pytest.fixture(scope="module")
+def checked_floors_exe(tmp_path_factory) -> Path:
+    """strong_search built with STRONG_SEARCH_CHECK_FLOORS (about 15 s: once for all seeds)."""
+    out = tmp_path_factory.mktemp("floors")
+    return build(PLANNERS / "strong_search.cpp", out, ("STRONG_SEARCH_CHECK_FLOORS",))
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("seed", [902, 1337, 3032])  # plain fit; padded searches all along
-def test_every_exact_section_floor_the_search_reads_is_the_minimum(seed, tmp_path):
+def test_every_exact_section_floor_the_search_reads_is_the_minimum(
+    seed, checked_floors_exe, tmp_path
+):
     """Exact floors are kept by witness (refreshFloor) and made exact only where
     an answer needs them (sectionsFit, narrowToTightSection): a build with
     STRONG_SEARCH_CHECK_FLOORS recomputes each floor they read from the section's
     unplaced members and aborts when an exact one differs or a stored one (read as
     a lower bound) is above it, through plain and padded searches (their undo
     included); the plan it writes places every buffer."""
-    exe = build(PLANNERS / "strong_search.cpp", tmp_path, ("STRONG_SEARCH_CHECK_FLOORS",))
-    csv, plan = _run_planner(exe, generate(seed), tmp_path, {})
+    csv, plan = _run_planner(checked_floors_exe, generate(seed), tmp_path, {})
     offset = get_type("offset")  # 1337 does not fit: its plan is checked without a capacity
     parsed = offset.parse_case(csv, 1 << 50)
     verification, _ = check_plan(offset, parsed, offset.lower_bound(parsed), plan)

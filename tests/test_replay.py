@@ -119,7 +119,7 @@ def agree(case_raw, plan_raw, case=None) -> tuple[bool, str]:
     return replayed.ok, exact.message
 
 
-@settings(max_examples=3000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=1000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(any_pairs())
 def test_offload_replay_agrees_on_random_plans(pair):
     agree(*pair)

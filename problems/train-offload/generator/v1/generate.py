@@ -22,7 +22,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from transformer import GPT_1_3B, GPT_2_7B, GPT_125M, GPT_350M, GPT_760M, GPT_TINY, Case, Step
+from case import GPT_1_3B, GPT_2_7B, GPT_125M, GPT_350M, GPT_760M, GPT_TINY, Case
+from transformer import Step
 
 PACKAGE = Path(__file__).resolve().parents[2]  # its slug names the package
 
