@@ -79,7 +79,9 @@ def truth_rank(exe: Path, case: HardCase, csv: Path, tmp: Path) -> str:
     """Where the case's normalized removed pieces stand in the planner's guesses."""
     dump = tmp / "guesses.csv"
     dump.unlink(missing_ok=True)
-    run_case(exe, csv, case.capacity, 3, {"STRONG_SEARCH_GUESSES": str(dump)})
+    # the decomposer runs only where the merged guesses do not fit: skip them
+    env = {"STRONG_SEARCH_GUESSES": str(dump), "STRONG_SEARCH_NO_MERGE": "1"}
+    run_case(exe, csv, case.capacity, 3, env)
     if not dump.exists():
         return "-"
     guesses = read_guesses(dump)

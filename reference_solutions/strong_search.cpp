@@ -47,7 +47,13 @@
 //          the node without re-enumerating the other side), each with its
 //          preorder ranked again on what is left of it (MiniMalloc's SubSolve:
 //          T, the largest section total, counts only unplaced buffers).
-//      While the seed is above the capacity, the same search also runs on
+//      While the seed is above the capacity, the search first runs on the
+//      case with its guillotine siblings merged (SiblingMerger: buffers of
+//      one lifespan stacked into one, buffers of one size where one ends as
+//      the other begins chained into one; a restriction, so a fit of it is a
+//      fit of ours), for a tenth of the time left, then with the stacks only,
+//      for a tenth of what is left then (STRONG_SEARCH_NO_MERGE=1 skips both).
+//      Then the same search also runs on
 //      the buffers plus "fillers" that fill every section to the capacity
 //      (guesses at the pieces removed from a perfect packing, MiniMalloc's
 //      challenging cases): the buffers alone, then the 256 cheapest
@@ -91,7 +97,8 @@
 // fit, sweep allocator, floor dive, iterated greedy); skyline best fit and its
 // iterated variant; canonical search; anytime driver (fit the capacity, then
 // tighten); filler guesses (random and cheapest decompositions of the deficit,
-// the padded searches' rotation); putting it together (time plan, main).
+// the padded searches' rotation); sibling merges (the guillotine guess);
+// putting it together (time plan, main).
 
 #include <pthread.h>
 
@@ -3045,11 +3052,13 @@ constexpr double kMergedShare = 0.1;
 bool fitMergedGuess(const std::vector<SearchBuffer>& buffers, i64 capacity,
                     const Deadline& deadline, Tightener& tightener,
                     const Tightener::OnImprove& onImprove) {
-  size_t tried = buffers.size();
+  if (std::getenv("STRONG_SEARCH_NO_MERGE")) return false;  // a diagnostic: the search alone
+  size_t previous = buffers.size();
   for (const bool chains : {true, false}) {
     const MergedCase merged = SiblingMerger(buffers, capacity).run(chains);
-    if (merged.buffers.size() >= tried || deadline.passed()) continue;  // nothing new
-    tried = merged.buffers.size();
+    const size_t count = merged.buffers.size();
+    if (count == buffers.size() || count == previous || deadline.passed()) continue;  // nothing new
+    previous = count;
     const double now = elapsedSeconds();
     const Deadline slice{now + kMergedShare * (deadline.at - now)};
     CanonicalSearch search(merged.buffers);

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -177,6 +178,28 @@ def strong_exe(tmp_path_factory) -> Path:
     return build(PLANNERS / "strong_search.cpp", tmp_path_factory.mktemp("strong"))
 
 
+NO_MERGE = {"STRONG_SEARCH_NO_MERGE": "1"}  # the search as before the sibling merges
+
+# Generated seeds the planner before the sibling merges (6053cc2) missed at 10 s, fitted
+# by the case with every sibling merged (0.02 s of CPU each), and 3811, whose full merge
+# chains two pieces that were not siblings, so no plan fits it: stacks only fit it.
+MERGED_FITS = ((942, "all siblings"), (1543, "all siblings"), (3811, "stacks only"))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed, merge", MERGED_FITS)
+def test_merged_siblings_fit_generated_cases(seed, merge, strong_exe, tmp_path):
+    """The merged guess that fits is the expected one (the verbose log says which), and
+    the plan, expanded back to the case's own buffers, is valid at the capacity."""
+    case = generate(seed)
+    csv, plan, stderr = _run_planner(strong_exe, case, tmp_path, {"STRONG_SEARCH_VERBOSE": "1"})
+    assert re.search(rf"merged guess \({merge}\): \d+ buffers, fits", stderr), stderr[-2000:]
+    offset = get_type("offset")
+    parsed = offset.parse_case(csv, case.capacity)
+    verification, _ = check_plan(offset, parsed, offset.lower_bound(parsed), plan)
+    assert verification.verdict == Verdict.OK, verification
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("seed", [3032, 933])  # 933: the likelihood order completes none
 def test_every_decomposer_guess_fills_the_deficit_exactly(seed, strong_exe, tmp_path):
@@ -184,7 +207,8 @@ def test_every_decomposer_guess_fills_the_deficit_exactly(seed, strong_exe, tmp_
     behind benchmarks/filler_truths.py --ranks): each, added to the buffers, loads
     every time of the horizon to exactly the capacity, and no two are the same."""
     case, dump = generate(seed), tmp_path / "g.csv"
-    _run_planner(strong_exe, case, tmp_path, {"STRONG_SEARCH_GUESSES": str(dump)})
+    env = {"STRONG_SEARCH_GUESSES": str(dump), **NO_MERGE}  # the merged guess would fit first
+    _run_planner(strong_exe, case, tmp_path, env)
     assert dump.read_text().split()[0] == "guess,lower,upper,size"
     guesses = read_guesses(dump)
     assert len(guesses) >= 16
@@ -199,15 +223,15 @@ def test_every_decomposer_guess_fills_the_deficit_exactly(seed, strong_exe, tmp_
     assert len(keys) == len(guesses)
 
 
-def _run_planner(exe: Path, case, tmp_path: Path, env: dict[str, str]) -> tuple[Path, Path]:
-    """Runs `exe` on `case` for 3 s of its own time limit; returns the case's CSV and
-    the plan.csv it wrote."""
+def _run_planner(exe: Path, case, tmp_path: Path, env: dict[str, str]) -> tuple[Path, Path, str]:
+    """Runs `exe` on `case` for 3 s of its own time limit; returns the case's CSV, the
+    plan.csv it wrote and its stderr."""
     csv = tmp_path / "c.csv"
     csv.write_text(case.csv())
     parsed = get_type("offset").parse_case(csv, case.capacity)
     plan, status, stderr, *_ = run_planner(exe, parsed, tmp_path, 3, env)
     assert os.waitstatus_to_exitcode(status) == 0, stderr[-2000:]
-    return csv, plan
+    return csv, plan, stderr
 
 
 @pytest.fixture(scope="module")
@@ -218,9 +242,12 @@ def checked_floors_exe(tmp_path_factory) -> Path:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("seed", [902, 1337, 3032])  # plain fit; padded searches all along
+@pytest.mark.parametrize(
+    "seed, env",  # the search's own fit; every search the planner has, merged ones first
+    [(902, NO_MERGE), (1337, {}), (3032, NO_MERGE)],  # padded searches all along
+)
 def test_every_exact_section_floor_the_search_reads_is_the_minimum(
-    seed, checked_floors_exe, tmp_path
+    seed, env, checked_floors_exe, tmp_path
 ):
     """Exact floors are kept by witness (refreshFloor) and made exact only where
     an answer needs them (sectionsFit, narrowToTightSection): a build with
@@ -228,7 +255,7 @@ def test_every_exact_section_floor_the_search_reads_is_the_minimum(
     unplaced members and aborts when an exact one differs or a stored one (read as
     a lower bound) is above it, through plain and padded searches (their undo
     included); the plan it writes places every buffer."""
-    csv, plan = _run_planner(checked_floors_exe, generate(seed), tmp_path, {})
+    csv, plan, _ = _run_planner(checked_floors_exe, generate(seed), tmp_path, env)
     offset = get_type("offset")  # 1337 does not fit: its plan is checked without a capacity
     parsed = offset.parse_case(csv, 1 << 50)
     verification, _ = check_plan(offset, parsed, offset.lower_bound(parsed), plan)
