@@ -2244,6 +2244,10 @@ class Tightener {
   // nothing about ours, so a padded search found infeasible just leaves.
   bool fitCapacity(i64 capacity, FillerGuesses* guesses = nullptr);
 
+  // fitCapacity with filler guesses made from our buffers and our offsets as
+  // their seed (no padded searches past kMaxPaddedBuffers buffers).
+  bool fitCapacityWithGuesses(i64 capacity);
+
   // Takes the leading offsets of a padded search (the real buffers) as ours.
   void adopt(const std::vector<i64>& offsets) {
     std::copy(offsets.begin(), offsets.begin() + (long)off_.size(), off_.begin());
@@ -2891,6 +2895,14 @@ bool Tightener::fitCapacity(i64 capacity, FillerGuesses* guesses) {
   return false;
 }
 
+bool Tightener::fitCapacityWithGuesses(i64 capacity) {
+  const int variants = buf_.size() <= kMaxPaddedBuffers ? kFillerVariants : -1;
+  FillerGuesses guesses(buf_, capacity, variants, off_, deadline_, onImprove_);
+  const bool fits = fitCapacity(capacity, &guesses);
+  logLine("search: %d distinct filler guesses built", guesses.built());
+  return fits;
+}
+
 // ---------------------------------------------------------------------------
 // Sibling merges: the guillotine guess
 // ---------------------------------------------------------------------------
@@ -3070,10 +3082,8 @@ bool fitMergedGuess(const std::vector<SearchBuffer>& buffers, i64 capacity,
       top += b.size;
     }
     auto expanded = [&](const std::vector<i64>& found) { onImprove(merged.expand(found)); };
-    Tightener ours(search, seed, merged.buffers, slice, expanded);
-    const int variants = merged.buffers.size() <= kMaxPaddedBuffers ? kFillerVariants : -1;
-    FillerGuesses guesses(merged.buffers, capacity, variants, seed, slice, expanded);
-    const bool fits = ours.fitCapacity(capacity, &guesses);
+    Tightener ours(search, std::move(seed), merged.buffers, slice, expanded);
+    const bool fits = ours.fitCapacityWithGuesses(capacity);
     logLine("merged guess (%s): %zu buffers, %s", chains ? "all siblings" : "stacks only",
             merged.buffers.size(), fits ? "fits" : "no fit");
     if (fits) {
@@ -3163,7 +3173,7 @@ void runSearch(Job& job) {
     job.best.peak = peak;
     job.publish();
   };
-  Tightener tightener(search, seed, searchBuffers, job.deadline, onImprove);
+  Tightener tightener(search, std::move(seed), searchBuffers, job.deadline, onImprove);
 
   // Trivial buffers sit at 0 and bound the peak by their own size.
   i64 floorPeak = 0, lo = job.lowerBound;
@@ -3173,12 +3183,7 @@ void runSearch(Job& job) {
   }
   bool fits = tightener.peak() <= job.capacity;
   if (!fits) fits = fitMergedGuess(searchBuffers, job.capacity, job.deadline, tightener, onImprove);
-  if (!fits) {
-    const int variants = searchBuffers.size() <= kMaxPaddedBuffers ? kFillerVariants : -1;
-    FillerGuesses guesses(searchBuffers, job.capacity, variants, seed, job.deadline, onImprove);
-    fits = tightener.fitCapacity(job.capacity, &guesses);
-    logLine("search: %d distinct filler guesses built", guesses.built());
-  }
+  if (!fits) fits = tightener.fitCapacityWithGuesses(job.capacity);
   if (fits) tightener.tighten(lo);
 
   std::vector<i64> offsets = job.best.offsets;
