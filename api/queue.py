@@ -18,6 +18,7 @@ from typing import Any
 
 from celery import Celery
 
+from api import filebroker
 from api.settings import Settings, get_settings
 
 JUDGE_TASK = "memorace.judge"
@@ -40,8 +41,11 @@ def celery_config(settings: Settings) -> dict[str, Any]:
             "sep": ":",
             "queue_order_strategy": "priority",
         }
+    transport: dict[str, str] = {}
     if settings.broker_url.startswith("filesystem"):
-        # The embedded broker: plain files, no server (one machine only).
+        # The embedded broker: plain files, no server (one machine only), each written
+        # whole before a worker can see it (api.filebroker).
+        transport = {"broker_transport": filebroker.TRANSPORT}
         queue = str(settings.queue_dir)
         options |= {
             "data_folder_in": queue,
@@ -51,6 +55,7 @@ def celery_config(settings: Settings) -> dict[str, Any]:
         }
     return {
         "broker_url": settings.broker_url,
+        **transport,
         "broker_transport_options": options,
         "broker_connection_retry_on_startup": True,
         "task_default_queue": QUEUE,

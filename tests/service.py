@@ -261,7 +261,20 @@ class Service:
             body = self.api("GET", f"/api/v1/submissions/{sub_id}", token).json()
             return body if body["status"] in ("done", "error") else None
 
-        return wait_for(done, timeout, f"submission {sub_id} to finish", every=0.5)
+        try:
+            return wait_for(done, timeout, f"submission {sub_id} to finish", every=0.5)
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}\n{self.diagnosis()}") from None
+
+    def diagnosis(self, lines: int = 12) -> str:
+        """Each process's state and the end of its log: what a CI failure must show
+        (a worker that died said why only in its log)."""
+        parts = []
+        for name, proc in self.procs.items():
+            state = "running" if proc.poll() is None else f"exited {proc.returncode}"
+            tail = self.log(name).splitlines()[-lines:]
+            parts.append(f"--- {name}: {state}\n" + "\n".join(line[:400] for line in tail))
+        return "\n".join(parts)
 
 
 def start_service(

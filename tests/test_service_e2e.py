@@ -203,10 +203,13 @@ def test_cli_submits_follows_and_shows_the_leaderboard(stack):
     env = {**service.env, "MEMORACE_URL": service.url, "MEMORACE_TOKEN": token}
     memorace = str(Path(sys.executable).parent / "memorace")
     planner = str(ROOT / "reference_solutions" / "greedy_size.cpp")
-    run = subprocess.run(
-        [memorace, "submit", planner, "--problem", PROBLEM, "--json"],
-        env=env, capture_output=True, text=True, timeout=300, check=False,
-    )  # fmt: skip
+    try:
+        run = subprocess.run(
+            [memorace, "submit", planner, "--problem", PROBLEM, "--json"],
+            env=env, capture_output=True, text=True, timeout=300, check=False,
+        )  # fmt: skip
+    except subprocess.TimeoutExpired as exc:
+        raise AssertionError(f"{exc}\n{service.diagnosis()}") from None
     assert run.returncode == 0, run.stderr[-2000:]
     body = json.loads(run.stdout)
     assert body["status"] == "done" and {r["verdict"] for r in body["results"]} == {"OK"}
