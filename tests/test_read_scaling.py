@@ -1,8 +1,9 @@
 """Reads that scale: the leaderboard is computed once per change and answered with an
 ETag (304 while nothing moved), the submission list is paged with a fixed number of
 SQL queries whatever its length (both backends), and scripts/serve starts one API
-process per core. In-process ASGI client, the embedded broker; a judging's end is the
-worker's own code (worker.judging._finish) run on results written as a worker would."""
+process per core (and its worker again when it dies). In-process ASGI client, the
+embedded broker; a judging's end is the worker's own code (worker.judging._finish) run
+on results written as a worker would."""
 
 from __future__ import annotations
 
@@ -10,9 +11,11 @@ import asyncio
 import re
 import time
 from collections.abc import Iterator
+from contextlib import suppress
 from pathlib import Path
 
 import httpx
+import psutil
 import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import event, select
@@ -234,7 +237,7 @@ def _queries(client: TestClient, path: str, headers: dict[str, str]) -> int:
 # --- scripts/serve: N API processes ---------------------------------------------------------
 
 
-def test_scripts_serve_starts_one_api_process_per_core_setting(tmp_path):
+def test_scripts_serve_starts_one_api_process_per_core_and_restarts_its_worker(tmp_path):
     with serve_script(tmp_path, {"MEMORACE_API_PROCESSES": "3"}) as (url, data):
         wait_for(lambda: _serving(tmp_path / "serve.log", 3), 120, "3 API processes")
         wait_for(lambda: answers(url), 60, "scripts/serve's API")
@@ -249,6 +252,29 @@ def test_scripts_serve_starts_one_api_process_per_core_setting(tmp_path):
             assert web.put("/api/v1/admin/contest", json={"hidden_revealed": True}).is_success
             after = {web.get(f"/api/v1/leaderboard/{slug}").headers["ETag"] for _ in range(30)}
             assert len(after) == 1 and after != etags
+        # The worker dies (SIGKILL, as the kernel's out-of-memory killer does): scripts/serve
+        # starts another, and the service judges again without anyone's help.
+        log = data / "worker.log"
+        wait_for(lambda: log.read_text(errors="replace").count(" ready.") == 1, 60, "the worker")
+        (worker,) = _celery_workers(data)
+        worker.kill()
+        wait_for(lambda: log.read_text(errors="replace").count(" ready.") == 2, 60, "a new worker")
+        assert "the worker exited with status 137" in log.read_text(errors="replace")
+        assert [w.pid for w in _celery_workers(data)] != [worker.pid]
+
+
+def _celery_workers(data: Path) -> list[psutil.Process]:
+    """The Celery worker main processes of the scripts/serve whose data folder is `data`
+    (a pool child's parent is a worker main process too, and is skipped)."""
+    found = []
+    for proc in psutil.process_iter(["cmdline", "environ"]):
+        with suppress(psutil.Error):
+            cmd, env = proc.info["cmdline"] or [], proc.info["environ"] or {}
+            if "worker.celery_app" in cmd and env.get("MEMORACE_DATA_DIR") == str(data):
+                parent = proc.parent()
+                if parent is None or "worker.celery_app" not in parent.cmdline():
+                    found.append(proc)
+    return found
 
 
 def _serving(log: Path, processes: int) -> bool:
