@@ -9,7 +9,9 @@ message is written under a name no reader takes and renamed into place, whole; a
 reader takes a file by renaming it into `taken/` (one rename: exactly one worker wins,
 on one filesystem) and sets aside what still does not parse (a file an operator or an
 older producer wrote) in `unreadable/`, logged, instead of dying on it. The judging's
-row stays the truth: the reaper re-sends a judging whose message was set aside.
+row stays the truth: the reaper re-sends a judging whose message was set aside. An
+exchange's table (the control folder) has the same gap at its creation: a reader that
+finds it empty waits for its writer.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ import uuid
 from contextlib import suppress
 from pathlib import Path
 from queue import Empty
-from time import monotonic
+from time import monotonic, sleep
 from typing import Any
 
 from kombu.exceptions import ChannelError
@@ -33,6 +35,7 @@ log = logging.getLogger("memorace.queue")
 # The class path for Celery's `broker_transport` (api.queue.celery_config).
 TRANSPORT = "api.filebroker:Transport"
 TAKEN, UNREADABLE = "taken", "unreadable"
+TABLE_TRIES, TABLE_WAIT_S = 50, 0.01
 
 
 def message_name(queue: str) -> str:
@@ -54,6 +57,17 @@ def read_message(payload: bytes) -> dict[str, Any] | None:
 
 
 class Channel(filesystem.Channel):
+    def get_table(self, exchange: str) -> list[Any]:
+        # Kombu creates an exchange's table file, then locks and writes it: a process
+        # that reads in between (the API publishing while a worker starts) finds it
+        # empty. Wait for the writer, about half a second at most, rather than fail.
+        for _ in range(TABLE_TRIES - 1):
+            try:
+                return super().get_table(exchange)
+            except ValueError:
+                sleep(TABLE_WAIT_S)
+        return super().get_table(exchange)
+
     def _put(self, queue: str, payload: Any, **kwargs: Any) -> None:
         folder = Path(self.data_folder_out)
         final = folder / message_name(queue)

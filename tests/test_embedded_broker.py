@@ -170,3 +170,17 @@ def test_a_worker_lives_through_broken_message_files_and_judges_on(tmp_path):
         assert "unknown message" in log
     finally:
         service.stop()
+
+
+def test_a_table_file_being_written_is_waited_for(tmp_path):
+    """Kombu writes an exchange's table after creating its file: a publisher that reads
+    it in between waits for the writer instead of failing."""
+    with connection(tmp_path) as conn:
+        conn.SimpleQueue(QUEUE)
+        table = tmp_path / "control" / f"{QUEUE}.exchange"
+        whole = table.read_bytes()
+        table.write_bytes(b"")
+        writer = threading.Timer(0.1, table.write_bytes, args=(whole,))
+        writer.start()
+        assert [list(q) for q in conn.default_channel.get_table(QUEUE)] == json.loads(whole)
+        writer.join()
