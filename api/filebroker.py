@@ -6,23 +6,23 @@ takes the file in between reads an empty message: `json.loads` raises inside the
 worker's consumer loop, Celery calls that unrecoverable and the worker process exits,
 so nothing more is judged (a CI run lost its only worker that way, under load). Here a
 message is written under a name no reader takes and renamed into place, whole; a
-reader takes a file by renaming it into `taken/` (one rename: exactly one worker wins,
-on one filesystem) and sets aside what still does not parse (a file an operator or an
-older producer wrote) in `unreadable/`, logged, instead of dying on it. The judging's
-row stays the truth: the reaper re-sends a judging whose message was set aside. An
-exchange's table (the control folder) has the same gap at its creation: a reader that
-finds it empty waits for its writer.
+reader takes a file by renaming it to a hidden name (one rename: exactly one worker
+wins) and sets aside, in `unreadable/`, logged, whatever it cannot read or kombu could
+not deliver (a file an operator or an older producer wrote), instead of dying on it.
+The judging's row stays the truth: the reaper re-sends a judging whose message was set
+aside. An exchange's table (the control folder) had the same gap at its creation: it
+is now created whole too, and a reader that finds one empty waits for its writer.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import time
 import uuid
 from contextlib import suppress
 from pathlib import Path
 from queue import Empty
-from time import monotonic, sleep
 from typing import Any
 
 from kombu.exceptions import ChannelError
@@ -34,13 +34,17 @@ log = logging.getLogger("memorace.queue")
 
 # The class path for Celery's `broker_transport` (api.queue.celery_config).
 TRANSPORT = "api.filebroker:Transport"
-TAKEN, UNREADABLE = "taken", "unreadable"
+UNREADABLE = "unreadable"
+TAKEN, PART = ".taken-", ".part"  # hidden names: no reader's filter, nor the reaper's glob
 TABLE_TRIES, TABLE_WAIT_S = 50, 0.01
+# A taken file of a worker killed before it read it, or a producer's unfinished write,
+# is left behind; the reaper has re-sent its judging long before this age.
+LEFTOVER_AGE_S = 3600.0
 
 
 def message_name(queue: str) -> str:
     """Kombu's naming (time-ordered, then unique), which its readers filter on."""
-    return f"{round(monotonic() * 1000)}_{uuid.uuid4()}.{queue}.msg"
+    return f"{round(time.monotonic() * 1000)}_{uuid.uuid4()}.{queue}.msg"
 
 
 def is_message_of(filename: str, queue: str) -> bool:
@@ -56,22 +60,41 @@ def read_message(payload: bytes) -> dict[str, Any] | None:
     return message if isinstance(message, dict) else None
 
 
-class Channel(filesystem.Channel):
-    def get_table(self, exchange: str) -> list[Any]:
-        # Kombu creates an exchange's table file, then locks and writes it: a process
-        # that reads in between (the API publishing while a worker starts) finds it
-        # empty. Wait for the writer, about half a second at most, rather than fail.
-        for _ in range(TABLE_TRIES - 1):
-            try:
-                return super().get_table(exchange)
-            except ValueError:
-                sleep(TABLE_WAIT_S)
-        return super().get_table(exchange)
+def envelope_problem(message: dict[str, Any]) -> str | None:
+    """Why kombu could not deliver `message` to a consumer, or None. Kombu indexes
+    its unacknowledged messages by the delivery tag (a list there raised in the worker's
+    loop) and reads the headers and delivery info as mappings."""
+    properties = message.get("properties")
+    if not isinstance(properties, dict):
+        return "no properties"
+    if not isinstance(properties.get("delivery_tag"), str):
+        return "no delivery tag"
+    for name, where in (("delivery_info", properties), ("headers", message)):
+        if not isinstance(where.get(name, {}), dict):
+            return f"{name} is not a mapping"
+    if not isinstance(message.get("body", ""), str):
+        return "the body is not text"
+    return None
 
+
+def sweep(folder: Path, older_than_s: float = LEFTOVER_AGE_S) -> int:
+    """Remove the taken and half-written files that dead processes left in the queue
+    folder (the worker's housekeeping); how many."""
+    removed, now = 0, time.time()
+    for path in folder.glob(".*"):
+        if path.name.startswith(TAKEN) or path.name.endswith(PART):
+            with suppress(OSError):
+                if now - path.stat().st_mtime > older_than_s:
+                    path.unlink()
+                    removed += 1
+    return removed
+
+
+class Channel(filesystem.Channel):
     def _put(self, queue: str, payload: Any, **kwargs: Any) -> None:
         folder = Path(self.data_folder_out)
         final = folder / message_name(queue)
-        part = folder / f".{final.name}.part"  # no reader's filter matches it
+        part = folder / f".{final.name}{PART}"
         try:
             with part.open("xb") as fh:
                 fh.write(str_to_bytes(dumps(payload)))
@@ -83,46 +106,103 @@ class Channel(filesystem.Channel):
 
     def _get(self, queue: str) -> dict[str, Any]:
         folder = Path(self.data_folder_in)
-        taken = folder / TAKEN
         for filename in sorted(os.listdir(folder)):
             if not is_message_of(filename, queue):
                 continue
-            mine = taken / filename
+            mine = folder / f"{TAKEN}{filename}"
             try:
-                taken.mkdir(mode=0o700, exist_ok=True)
                 os.rename(folder / filename, mine)
             except OSError:
                 continue  # another worker took it first
-            try:
-                payload = mine.read_bytes()
-            except OSError as exc:
-                raise ChannelError(f"cannot read the message {mine}: {exc}") from exc
-            message = read_message(payload)
-            if message is None or not self._envelope_ok(message):
-                self._set_aside(mine, len(payload))
-                continue
-            mine.unlink()
-            return message
+            message = self._read(mine)
+            if message is not None:
+                return message
         raise Empty()
 
-    def _envelope_ok(self, message: dict[str, Any]) -> bool:
-        """Whether kombu can make a message of it (its own constructor raises on a
-        missing delivery tag or a body its encoding cannot decode)."""
+    def _read(self, path: Path) -> dict[str, Any] | None:
+        """The message in a file this worker took (then removed), or None when it was
+        set aside. Never raises: Celery stops a worker on any error from here."""
         try:
-            self.Message(message, channel=self)
-        except (KeyError, TypeError, ValueError, AttributeError):
-            return False
-        return True
-
-    def _set_aside(self, path: Path, size: int) -> None:
-        aside = path.parent.parent / UNREADABLE
+            payload = path.read_bytes()
+        except OSError as exc:
+            self._set_aside(path, f"unreadable ({exc.strerror})")
+            return None
+        message = read_message(payload)
+        why = "not JSON of an object" if message is None else self._undeliverable(message)
+        if why:
+            self._set_aside(path, f"{why}, {len(payload)} bytes")
+            return None
         with suppress(OSError):
+            path.unlink()
+        return message
+
+    def _undeliverable(self, message: dict[str, Any]) -> str | None:
+        why = envelope_problem(message)
+        if why is None:
+            try:  # kombu's own constructor: e.g. a body its encoding cannot decode
+                self.Message(message, channel=self)
+            except (KeyError, TypeError, ValueError, AttributeError) as exc:
+                why = f"kombu cannot read it ({type(exc).__name__})"
+        return why
+
+    def _set_aside(self, path: Path, why: str) -> None:
+        name = path.name.removeprefix(TAKEN)
+        aside = path.parent / UNREADABLE
+        try:
             aside.mkdir(mode=0o700, exist_ok=True)
-            os.replace(path, aside / path.name)
+            os.replace(path, aside / name)
+        except OSError as exc:
+            why += f"; left as {path.name} ({exc.strerror})"
         log.warning(
-            "queue message %s is not a message (%d bytes): set aside in %s; the reaper "
-            "re-sends its judging", path.name, size, aside,
+            "queue message %s is not a message (%s): set aside in %s; the reaper "
+            "re-sends its judging", name, why, aside,
         )  # fmt: skip
+
+    def get_table(self, exchange: str) -> list[Any]:
+        # A table made by kombu's own code (an older producer) may be read between its
+        # creation and its writing: wait for the writer, half a second at most.
+        for _ in range(TABLE_TRIES - 1):
+            try:
+                return super().get_table(exchange)
+            except ValueError:
+                time.sleep(TABLE_WAIT_S)
+        return super().get_table(exchange)
+
+    def _queue_bind(self, exchange: str, routing_key: str, pattern: str, queue: str) -> None:
+        """An exchange's first binding creates its table whole (a linked temporary file:
+        created only if absent); later ones go through kombu's locked update, once the
+        table reads. One that never reads (torn by an older process) is made again."""
+        file = self._exchange_file(exchange)
+        entry = filesystem.exchange_queue_t(routing_key or "", pattern or "", queue or "")
+        if not file.exists() and self._write_table(file, entry, replace=False):
+            return
+        try:
+            self.get_table(exchange)
+        except ValueError:
+            log.warning("exchange table %s is not JSON: made again with %s", file, entry)
+            self._write_table(file, entry, replace=True)
+            return
+        super()._queue_bind(exchange, routing_key, pattern, queue)
+
+    def _write_table(self, file: Path, entry: tuple[str, str, str], replace: bool) -> bool:
+        """The table [entry], whole: in place of `file`, or only where there is none
+        (False when another process made it first)."""
+        self.control_folder.mkdir(exist_ok=True)
+        part = file.with_name(f".{file.name}.{uuid.uuid4()}{PART}")
+        try:
+            part.write_bytes(str_to_bytes(dumps([entry])))
+            if replace:
+                os.replace(part, file)
+            else:
+                os.link(part, file)
+            return True
+        except FileExistsError:
+            return False
+        except OSError as exc:
+            raise ChannelError(f"cannot write {file}: {exc}") from exc
+        finally:
+            with suppress(OSError):
+                part.unlink()
 
 
 class Transport(filesystem.Transport):

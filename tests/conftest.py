@@ -56,6 +56,17 @@ def shared_data(*parts: str) -> Path:
 
 
 @functools.cache
+def compiled(source: Path, defines: tuple[str, ...] = ()) -> Path:
+    """A reference planner compiled with the contest's flags, once per test run (the
+    strong search takes ~15-25 s of CPU; several modules run it)."""
+    from benchmarks.offset_planners import build
+
+    out = Path(tempfile.mkdtemp(prefix="memorace-test-exe-"))
+    atexit.register(_remove_quietly, out)
+    return build(source, out, defines)
+
+
+@functools.cache
 def judged_locally(slug: str, planner: str):  # -> judge.pipeline.JudgeReport
     """A reference planner judged on every case of a shipped problem (local sandbox),
     once per session: tests/test_reference_planners.py checks it, tests/test_sandbox.py

@@ -6,8 +6,12 @@ and the process exited, so a CI run's service judged nothing more."""
 
 from __future__ import annotations
 
+import base64
 import json
+import os
 import threading
+import time
+import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -27,7 +31,7 @@ QUEUE = "memorace"
 
 
 @contextmanager
-def connection(folder: Path) -> Iterator[Connection]:
+def connection(folder: Path, clear: bool = True) -> Iterator[Connection]:
     options = {
         "data_folder_in": str(folder),
         "data_folder_out": str(folder),
@@ -36,7 +40,8 @@ def connection(folder: Path) -> Iterator[Connection]:
     conn = Connection("filesystem://", transport=filebroker.TRANSPORT, transport_options=options)
     # Kombu keeps the bindings it made in one state per process, and skips writing a
     # binding it knows to the control folder: a service has one folder, each test its own.
-    conn.transport.state.clear()
+    if clear:
+        conn.transport.state.clear()
     try:
         yield conn
     finally:
@@ -71,7 +76,34 @@ BROKEN = {
         {"body": "e30", "properties": {"body_encoding": "base64", "delivery_tag": "x"}}
     ).encode(),
     "binary": bytes(range(256)),
+    "list delivery tag": json.dumps(
+        {"body": "e30=", "properties": {"body_encoding": "base64", "delivery_tag": ["x"]}}
+    ).encode(),
+    "headers a list": json.dumps(
+        {"body": "e30=", "headers": [], "properties": {"delivery_tag": "x"}}
+    ).encode(),
 }
+
+
+def task_message(headers: dict) -> bytes:
+    """A message kombu delivers whose task headers Celery's own handler chokes on."""
+    body = base64.b64encode(json.dumps([[1], {}, {}]).encode()).decode()
+    properties = {
+        "body_encoding": "base64",
+        "delivery_tag": str(uuid.uuid4()),
+        "delivery_info": {"exchange": "", "routing_key": QUEUE},
+    }
+    return json.dumps(
+        {"body": body, "content-type": "application/json", "content-encoding": "utf-8",
+         "headers": headers, "properties": properties}
+    ).encode()  # fmt: skip
+
+
+MALFORMED_TASKS = [
+    {"task": ["memorace.judge"], "id": "a"},  # a list as the task's name
+    {"task": "memorace.judge"},  # protocol 2 without the task's id
+    {"task": "no.such.task"},  # unknown, and no id for Celery's report of it
+]
 
 
 @pytest.mark.parametrize("payload", list(BROKEN.values()), ids=list(BROKEN))
@@ -101,7 +133,7 @@ def test_the_reader_takes_any_file_without_raising(tmp_path_factory, entropy, sp
             assert (folder / filebroker.UNREADABLE / path.name).read_bytes() == raw
         else:
             channel.Message(message, channel=channel)  # kombu can deliver what it got
-            assert not path.exists() and not (folder / filebroker.TAKEN / path.name).exists()
+            assert not path.exists() and not (folder / f"{filebroker.TAKEN}{path.name}").exists()
 
 
 def test_producers_and_consumers_in_parallel_take_each_message_once(tmp_path):
@@ -150,7 +182,8 @@ def test_producers_and_consumers_in_parallel_take_each_message_once(tmp_path):
 def test_a_worker_lives_through_broken_message_files_and_judges_on(tmp_path):
     """The service's own worker (embedded backend): files that are not messages in its
     queue folder are set aside and logged, a message that is no task is dropped by
-    Celery; the worker lives on and judges the next submission."""
+    Celery, task messages that made Celery's handler raise are rejected and logged; the
+    worker lives on and judges the next submission."""
     service = start_service(
         tmp_path, [small_package(tmp_path)], sandbox=sandbox_for_tests(), workers=("w1",)
     )
@@ -159,6 +192,8 @@ def test_a_worker_lives_through_broken_message_files_and_judges_on(tmp_path):
         for payload in BROKEN.values():
             drop(queue_dir, payload)
         drop(queue_dir, envelope(tmp_path, {"not": "a task"}))  # kombu's, not Celery's
+        for headers in MALFORMED_TASKS:
+            drop(queue_dir, task_message(headers))
         token = service.add_team("red", "alice")
         sub = service.submit(token, "mini-gpt2", ROOT / "reference_solutions" / "naive.py")
         done = service.wait_done(token, sub["id"], timeout=120)
@@ -168,6 +203,7 @@ def test_a_worker_lives_through_broken_message_files_and_judges_on(tmp_path):
         log = service.log("w1")
         assert log.count("is not a message") == len(BROKEN)
         assert "unknown message" in log
+        assert log.count("malformed task message") == len(MALFORMED_TASKS)
     finally:
         service.stop()
 
@@ -184,3 +220,57 @@ def test_a_table_file_being_written_is_waited_for(tmp_path):
         writer.start()
         assert [list(q) for q in conn.default_channel.get_table(QUEUE)] == json.loads(whole)
         writer.join()
+
+
+def test_a_directory_named_as_a_message_is_set_aside(tmp_path):
+    with connection(tmp_path) as conn:
+        queue = conn.SimpleQueue(QUEUE)
+        odd = tmp_path / f"0_{filebroker.message_name(QUEUE)}"
+        odd.mkdir()
+        queue.put({"n": 1})
+        assert queue.get(timeout=2).payload == {"n": 1}
+        assert (tmp_path / filebroker.UNREADABLE / odd.name).is_dir()
+
+
+def test_a_torn_table_is_made_again_and_binders_at_once_lose_no_binding(tmp_path):
+    """A table that never parses (an older process's torn write) is made again by the
+    next binding; eight processes binding at once to a new exchange all end up in it."""
+    with connection(tmp_path) as conn:
+        table = tmp_path / "control" / f"{QUEUE}.exchange"
+        table.parent.mkdir()
+        table.write_bytes(b'[["memorace", "", "memorace"]]]]')
+        conn.SimpleQueue(QUEUE).put({"n": 2})
+        assert conn.SimpleQueue(QUEUE).get(timeout=2).payload == {"n": 2}
+        assert json.loads(table.read_bytes()) == [[QUEUE, "", QUEUE]]
+
+    def bind(i: int) -> None:
+        with connection(tmp_path, clear=False) as conn:
+            conn.default_channel.exchange_declare("fan", "direct")
+            conn.default_channel.queue_declare(f"q{i}")
+            conn.default_channel.queue_bind(f"q{i}", "fan", f"k{i}")
+
+    with connection(tmp_path):
+        pass  # clears this process's memory of bindings once, before the threads
+    threads = [threading.Thread(target=bind, args=(i,)) for i in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    rows = json.loads((tmp_path / "control" / "fan.exchange").read_bytes())
+    assert sorted(rows) == sorted([f"k{i}", "", f"q{i}"] for i in range(8))
+
+
+def test_sweep_removes_only_old_leftovers(tmp_path):
+    """The worker's housekeeping removes what dead processes left: taken files and
+    unfinished writes older than an hour; messages and fresh files stay."""
+    old = time.time() - 2 * filebroker.LEFTOVER_AGE_S
+    names = [f"{filebroker.TAKEN}1_a.{QUEUE}.msg", f".1_b.{QUEUE}.msg{filebroker.PART}"]
+    for name in names:
+        (tmp_path / name).write_bytes(b"{}")
+        os.utime(tmp_path / name, (old, old))
+    fresh = tmp_path / f"{filebroker.TAKEN}2_c.{QUEUE}.msg"
+    fresh.write_bytes(b"{}")
+    waiting = drop(tmp_path, b"{}")
+    os.utime(waiting, (old, old))
+    assert filebroker.sweep(tmp_path) == 2
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([fresh.name, waiting.name])

@@ -14,21 +14,20 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from benchmarks.offset_planners import build, run_planner
+from benchmarks.offset_planners import run_planner
 from judge.csvtable import INT_LIMIT
 from judge.types import get_type
 from judge.verdict import Verdict
 from judge.verifier import check_plan
-from tests.conftest import ROOT
+from tests.conftest import ROOT, compiled
 
 OFFSET = get_type("offset")
 PLANNERS = ("strong_search", "best_fit", "greedy_size")
 
 
 @pytest.fixture(scope="module")
-def planners(tmp_path_factory) -> dict[str, Path]:
-    out = tmp_path_factory.mktemp("wide")
-    return {name: build(ROOT / "reference_solutions" / f"{name}.cpp", out) for name in PLANNERS}
+def planners() -> dict[str, Path]:
+    return {name: compiled(ROOT / "reference_solutions" / f"{name}.cpp") for name in PLANNERS}
 
 
 def _value(top: int):

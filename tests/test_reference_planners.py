@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from benchmarks.filler_truths import read_guesses
-from benchmarks.offset_planners import build, run_planner
+from benchmarks.offset_planners import run_planner
 from judge.importer import import_minimalloc
 from judge.package import CaseSpec, Problem, load_problem
 from judge.pipeline import JudgeReport, judge_planner
@@ -18,7 +18,7 @@ from judge.types import get_type
 from judge.verdict import Verdict
 from judge.verifier import check_plan
 from scripts.offset_cases import generate, write_cases
-from tests.conftest import ROOT, judged_locally, shared_data
+from tests.conftest import ROOT, compiled, judged_locally, shared_data
 
 PLANNERS = ROOT / "reference_solutions"
 SHIPPED = sorted(  # the `offset` problems; offload planners have tests/test_offload_planners.py
@@ -174,8 +174,8 @@ def _load_changes(rows) -> dict[int, int]:
 
 
 @pytest.fixture(scope="module")
-def strong_exe(tmp_path_factory) -> Path:
-    return build(PLANNERS / "strong_search.cpp", tmp_path_factory.mktemp("strong"))
+def strong_exe() -> Path:
+    return compiled(PLANNERS / "strong_search.cpp")
 
 
 NO_MERGE = {"STRONG_SEARCH_NO_MERGE": "1"}  # the search as before the sibling merges
@@ -235,10 +235,9 @@ def _run_planner(exe: Path, case, tmp_path: Path, env: dict[str, str]) -> tuple[
 
 
 @pytest.fixture(scope="module")
-def checked_floors_exe(tmp_path_factory) -> Path:
+def checked_floors_exe() -> Path:
     """strong_search built with STRONG_SEARCH_CHECK_FLOORS (about 15 s: once for all seeds)."""
-    out = tmp_path_factory.mktemp("floors")
-    return build(PLANNERS / "strong_search.cpp", out, ("STRONG_SEARCH_CHECK_FLOORS",))
+    return compiled(PLANNERS / "strong_search.cpp", ("STRONG_SEARCH_CHECK_FLOORS",))
 
 
 @pytest.mark.slow

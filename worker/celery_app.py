@@ -11,6 +11,8 @@ settings = get_settings()
 settings.ensure_dirs()
 app = Celery("memorace", include=["worker.tasks"])
 app.conf.update(celery_config(settings))
+# Celery's consumer, except that a malformed task message cannot stop the worker.
+app.conf.worker_consumer = "worker.consumer:Consumer"
 # The reaper runs inside beat on this schedule, never behind judgings (worker.reaper).
 app.conf.beat_scheduler = "worker.reaper:Scheduler"
 app.conf.beat_schedule = {

@@ -16,6 +16,7 @@ from celery.signals import (
     worker_ready,
 )
 
+from api import filebroker
 from api.db.session import migrate
 from api.queue import IMPORT_TASK, JUDGE_TASK, REAP_TASK, RESCORE_TASK
 from worker import imports, judging, presence, reaper, scratch
@@ -124,12 +125,15 @@ def reap() -> None:
 
 def _remove_orphan_sandboxes() -> None:
     """Scratch folders and containers of judges killed without cleanup (SIGKILL, OOM)
-    on this host."""
+    on this host, and the embedded broker's leftover files."""
     from judge.sandbox.docker import engine_available, remove_orphans
 
     folders = scratch.remove_orphans()
     if folders:
         log.warning("removed %d scratch folders left by dead workers", folders)
+    embedded = settings.broker_url.startswith("filesystem")
+    if embedded and (files := filebroker.sweep(settings.queue_dir)):
+        log.warning("removed %d queue files left by dead processes", files)
     if settings.sandbox in ("", "docker") and engine_available():
         removed = remove_orphans()
         if removed:
