@@ -18,6 +18,10 @@ from celery.exceptions import InvalidTaskError
 from celery.worker.consumer import Consumer as CeleryConsumer
 
 log = logging.getLogger("memorace.worker")
+# What a message's content makes Celery's handler raise. Kombu's Redis transport counts
+# KeyError among its connection errors: Celery reconnected and got the same message
+# back, forever (a poison message stopped the worker from judging on Redis too).
+MALFORMED = (KeyError, TypeError, ValueError, AttributeError, IndexError)
 
 
 class Consumer(CeleryConsumer):
@@ -27,6 +31,8 @@ class Consumer(CeleryConsumer):
         def on_task_received(message: Any) -> Any:
             try:
                 return handle(message)
+            except MALFORMED as exc:  # before the broker's errors: Redis counts KeyError
+                self._reject_malformed(message, exc)
             except (*self.connection_errors, *self.channel_errors):
                 raise
             except Exception as exc:

@@ -1,8 +1,10 @@
-"""The embedded broker (api.filebroker): a message file is seen only whole, a file that
-is not a message is set aside instead of killing the worker, and every message is taken
-exactly once. Kombu's own filesystem transport let a worker read a message file its
-producer had created but not yet written: the worker's consumer died on the empty JSON
-and the process exited, so a CI run's service judged nothing more."""
+"""Queue messages that cannot stop a worker. The embedded broker (api.filebroker): a
+message file is seen only whole, a file that is not a message is set aside instead of
+killing the worker, and every message is taken exactly once. Kombu's own filesystem
+transport let a worker read a message file its producer had created but not yet
+written: the worker's consumer died on the empty JSON and the process exited, so a CI
+run's service judged nothing more. On either broker (worker.consumer), a task message
+that makes Celery's own handler raise is rejected; on Redis it was redelivered forever."""
 
 from __future__ import annotations
 
@@ -24,7 +26,7 @@ from kombu import Connection
 
 from api import filebroker
 from tests.fuzzing import FUZZ, SPECIAL, mutate
-from tests.service import ROOT, small_package, start_service
+from tests.service import ROOT, postgres_database, redis_server, small_package, start_service
 from tests.test_service_e2e import sandbox_for_tests
 
 QUEUE = "memorace"
@@ -274,3 +276,28 @@ def test_sweep_removes_only_old_leftovers(tmp_path):
     os.utime(waiting, (old, old))
     assert filebroker.sweep(tmp_path) == 2
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted([fresh.name, waiting.name])
+
+
+def test_a_worker_on_redis_rejects_malformed_task_messages_and_judges_on(tmp_path):
+    """The same guard on the production broker (worker/consumer.py is Celery's, not the
+    transport's): task messages that made Celery's handler raise are pushed straight
+    into the Redis queue; the worker rejects each, lives on and judges."""
+    import redis
+
+    with postgres_database() as db_url, redis_server() as server:
+        service = start_service(
+            tmp_path, [small_package(tmp_path)], database_url=db_url, broker_url=server.url,
+            sandbox=sandbox_for_tests(), workers=("w1",),
+        )  # fmt: skip
+        try:
+            client = redis.Redis.from_url(server.url)
+            for headers in MALFORMED_TASKS:
+                client.lpush(QUEUE, task_message(headers))
+            token = service.add_team("red", "alice")
+            sub = service.submit(token, "mini-gpt2", ROOT / "reference_solutions" / "naive.py")
+            done = service.wait_done(token, sub["id"], timeout=120)
+            assert done["status"] == "done", done["status_detail"]
+            assert service.procs["w1"].poll() is None, service.log("w1")[-3000:]
+            assert service.log("w1").count("malformed task message") == len(MALFORMED_TASKS)
+        finally:
+            service.stop()
