@@ -55,7 +55,7 @@ def read_message(payload: bytes) -> dict[str, Any] | None:
     """A message's envelope, or None when the bytes are not one (torn, foreign)."""
     try:
         message = loads(bytes_to_str(payload))
-    except (ValueError, UnicodeDecodeError, RecursionError):
+    except (ValueError, RecursionError):  # UnicodeDecodeError is a ValueError
         return None
     return message if isinstance(message, dict) else None
 

@@ -147,10 +147,12 @@ def _redis_messages(taken_within_s: float) -> list[Any]:
 
 
 def _file_messages(settings: Settings) -> list[Any]:
-    # One file per waiting message, removed when a worker takes it (kombu's
-    # filesystem transport); a taken message lives only in that worker's memory.
+    # One file per waiting message, renamed away when a worker takes it
+    # (api.filebroker): the files a worker would take, by the worker's own filter; a
+    # taken message lives only in that worker's memory.
     raws: list[Any] = []
-    for path in settings.queue_dir.glob(f"*.{QUEUE}.msg"):
-        with suppress(OSError):
-            raws.append(path.read_bytes())
+    for path in settings.queue_dir.iterdir():
+        if filebroker.is_message_of(path.name, QUEUE):
+            with suppress(OSError):
+                raws.append(path.read_bytes())
     return raws
