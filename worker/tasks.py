@@ -61,7 +61,7 @@ def _check_scratch(**_: object) -> None:
 @worker_ready.connect
 def _on_ready(**_: object) -> None:
     migrate(settings.database_url)
-    _remove_orphan_sandboxes()
+    _remove_leftovers()
     # This host's housekeeping, in the main process: the pool may be busy judging.
     threading.Thread(target=_housekeeping, name="housekeeping", daemon=True).start()
 
@@ -70,9 +70,9 @@ def _housekeeping() -> None:
     while True:
         time.sleep(settings.reap_interval_s)
         try:
-            _remove_orphan_sandboxes()
+            _remove_leftovers()
         except Exception as exc:  # e.g. the engine restarting: try again next time
-            log.warning("orphan sandbox removal failed: %s", exc)
+            log.warning("removing leftovers of dead workers failed: %s", exc)
 
 
 presence.connect_signals(settings, gpu_slot())  # after _on_ready: the schema exists
@@ -123,7 +123,7 @@ def reap() -> None:
     reaper.run(settings)
 
 
-def _remove_orphan_sandboxes() -> None:
+def _remove_leftovers() -> None:
     """Scratch folders and containers of judges killed without cleanup (SIGKILL, OOM)
     on this host, and the embedded broker's leftover files."""
     from judge.sandbox.docker import engine_available, remove_orphans
