@@ -37,17 +37,26 @@ WORK, PRODUCE, FETCH, FREE, COPY_OUT, ENCODE, COPY_IN = range(7)
 PHASES = 7
 
 
+def _exact(
+    values: np.ndarray, scale: int, add: int = 0, mask: np.ndarray | None = None
+) -> list[int]:
+    """values * scale + add for values >= 0 (0 where mask is False), exact: int64
+    arithmetic only where every operand and result provably fits, Python ints (the same
+    arithmetic) otherwise. scale and add are checked too: with no values, or all 0, a
+    unit past int64 (the lcm of four bandwidths up to 2^62) must not reach numpy."""
+    if scale < 2**62 and add < 2**62 and int(values.max(initial=0)) * scale + add < 2**62:
+        out = values * scale + add
+        return (out if mask is None else np.where(mask, out, 0)).tolist()
+    keep = [True] * len(values) if mask is None else mask.tolist()
+    return [v * scale + add if k else 0 for v, k in zip(values.tolist(), keep, strict=True)]
+
+
 def _durations(
     nbytes: np.ndarray, unit: int, bandwidth: int, latency: int, mask: np.ndarray | None = None
 ) -> list[int]:
-    """latency + bytes / bandwidth in units of 1/unit µs, exact (Python ints when int64
-    could wrap); 0 where mask is False."""
-    scale, fixed = unit // bandwidth, latency * unit
-    if int(nbytes.max(initial=0)) * scale + fixed < 2**62:
-        out = nbytes * scale + fixed
-        return (out if mask is None else np.where(mask, out, 0)).tolist()
-    keep = [True] * len(nbytes) if mask is None else mask.tolist()
-    return [b * scale + fixed if k else 0 for b, k in zip(nbytes.tolist(), keep, strict=True)]
+    """latency + bytes / bandwidth in units of 1/unit µs (an integer: bandwidth divides
+    unit); 0 where mask is False."""
+    return _exact(nbytes, unit // bandwidth, latency * unit, mask)
 
 
 def _events(
@@ -107,10 +116,8 @@ class _Columns:
 
 
 def _scaled(values: np.ndarray, unit: int) -> list[int]:
-    """values * unit, exact (Python ints when int64 could wrap)."""
-    if int(values.max(initial=0)) * unit < 2**62:
-        return (values * unit).tolist()
-    return [v * unit for v in values.tolist()]
+    """values * unit, exact."""
+    return _exact(values, unit)
 
 
 def _holders(
