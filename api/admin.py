@@ -21,6 +21,8 @@ def create_team(db: Session, name: str, actor: User | None) -> Team:
     name = name.strip()
     if not 1 <= len(name) <= 100:
         raise ServiceError("a team name has 1 to 100 characters")
+    if name == baselines.TEAM:  # baselines.owner makes it; taken, it could not
+        raise Conflict(f"'{name}' is the reference planners' team: the name is reserved")
     if db.scalar(select(Team).where(Team.name == name)):
         raise Conflict(f"team '{name}' exists already")
     team = Team(name=name)
@@ -43,6 +45,8 @@ def create_user(
         raise ServiceError("a username has 1 to 100 characters")
     if password and len(password) < 8:
         raise ServiceError("a password has at least 8 characters")
+    if username == baselines.USER:
+        raise Conflict(f"'{username}' is the reference planners' user: the name is reserved")
     if db.scalar(select(User).where(User.username == username)):
         raise Conflict(f"user '{username}' exists already")
     team = None
@@ -50,6 +54,7 @@ def create_user(
         team = db.scalar(select(Team).where(Team.name == team_name))
         if team is None:
             raise NotFound(f"no team '{team_name}'")
+        _not_system(team)
     user = User(
         username=username,
         password_hash=hash_password(password) if password else "",
@@ -68,10 +73,21 @@ def issue_token(
     user = db.scalar(select(User).where(User.username == username))
     if user is None:
         raise NotFound(f"no user '{username}'")
+    if user.team is not None:
+        _not_system(user.team)
     token = new_token(db, user, name, expires_at)
     until = expires_at.isoformat() if expires_at else None
     record(db, actor, "issue_token", username, {"name": name, "expires_at": until})
     return token
+
+
+def _not_system(team: Team) -> None:
+    """The system team (api.baselines) submits the reference planners only: a user or a
+    token in it would submit as the references."""
+    if team.system:
+        raise Conflict(
+            f"team '{team.name}' is the reference planners' team: it takes no users and no tokens"
+        )
 
 
 def rejudge(

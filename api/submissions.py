@@ -63,6 +63,8 @@ def create_submission(
     """(the submission, whether an earlier identical one was reused). Commits nothing."""
     if user.team is None:
         raise Forbidden("your account belongs to no team, so it cannot submit")
+    if user.team.system:  # only api.baselines submits for it, never through here
+        raise Forbidden(f"team '{user.team.name}' is the reference planners': it cannot submit")
     if user.team.disqualified:
         raise Forbidden(f"team '{user.team.name}' is disqualified")
     _check_window(db, user)
