@@ -8,7 +8,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from api import baselines, queue
+from api import baselines, finals, queue
 from api.audit import record
 from api.auth import hash_password, new_token
 from api.db.models import Contest, Judging, Submission, Team, User, aware
@@ -188,7 +188,7 @@ def contest(db: Session) -> Contest:
 def update_contest(db: Session, actor: User | None, changes: dict[str, Any]) -> Contest:
     row = contest(db)
     allowed = {"title", "start_at", "end_at", "freeze_at", "hidden_revealed", "hidden_detail",
-               "baselines"}  # fmt: skip
+               "baselines", "hidden_judging", "final_picks"}  # fmt: skip
     unknown = set(changes) - allowed
     if unknown:
         raise ServiceError(f"unknown contest settings: {', '.join(sorted(unknown))}")
@@ -200,6 +200,7 @@ def update_contest(db: Session, actor: User | None, changes: dict[str, Any]) -> 
         raise ServiceError(
             f"hidden_detail must be one of {', '.join(HIDDEN_DETAILS)}, not {detail!r}", 422
         )
+    _check_finals(changes)
     revealing = bool(changes.get("hidden_revealed")) and not row.hidden_revealed
     for key, value in changes.items():
         setattr(row, key, value)
@@ -210,6 +211,15 @@ def update_contest(db: Session, actor: User | None, changes: dict[str, Any]) -> 
         raise ServiceError("the contest must end after it starts")
     record(db, actor, "update_contest", "contest", {k: str(v) for k, v in changes.items()})
     return row
+
+
+def _check_finals(changes: dict[str, Any]) -> None:
+    mode = changes.get("hidden_judging", "submission")
+    if mode not in finals.MODES:
+        raise ServiceError(f"hidden_judging must be one of {', '.join(finals.MODES)}", 422)
+    picks = changes.get("final_picks", 1)
+    if type(picks) is not int or not 1 <= picks <= finals.MAX_PICKS:
+        raise ServiceError(f"final_picks is a whole number from 1 to {finals.MAX_PICKS}", 422)
 
 
 def contest_dict(row: Contest) -> dict[str, Any]:
@@ -224,4 +234,6 @@ def contest_dict(row: Contest) -> dict[str, Any]:
         "hidden_revealed": row.hidden_revealed,
         "hidden_detail": row.hidden_detail,
         "baselines": row.baselines,
+        "hidden_judging": row.hidden_judging,
+        "final_picks": row.final_picks,
     }

@@ -119,14 +119,6 @@ def catch_up(settings: Settings) -> int:
     return len(ids)
 
 
-def split_for(db: Session, sub: Submission) -> str:
-    """The split a judging of `sub` runs: a baseline's hidden cases only after the reveal."""
-    if not sub.team.system:
-        return "all"
-    contest = db.get(Contest, 1)
-    return "all" if contest is not None and contest.hidden_revealed else "public"
-
-
 def after_reveal(db: Session) -> int:
     """Queue (in this transaction) a judging of every baseline judged on the public split
     only; `send` enqueues them once committed. A baseline still queued needs none: it

@@ -131,15 +131,17 @@ def leaderboard(db: Session, slug: str, viewer: Viewer) -> dict[str, Any]:
         .where(*on_the_board(version.id), Submission.public_score.is_not(None))
         .options(joinedload(Submission.team))  # the rows' team names: no query per team
     )
+    key = "hidden_score" if revealed and contest and contest.hidden_revealed else "public_score"
+    finals = key == "hidden_score" and contest is not None and contest.hidden_judging == "final"
+    better = _finals_first if finals else _public_first  # before the reveal: public only
     best: dict[int, Submission] = {}
     for sub in db.scalars(query):
         own = viewer is not None and viewer.team_id == sub.team_id
         if freeze and not admin and not own and aware(sub.created_at) >= aware(freeze):
             continue
         seen = best.get(sub.team_id)
-        if seen is None or (sub.public_score, -sub.id) > (seen.public_score, -seen.id):
+        if seen is None or better(sub) > better(seen):
             best[sub.team_id] = sub
-    key = "hidden_score" if revealed and contest and contest.hidden_revealed else "public_score"
     rows = sorted(best.values(), key=lambda s: (-(getattr(s, key) or 0.0), s.id))
     return {
         "problem": slug,
@@ -150,6 +152,18 @@ def leaderboard(db: Session, slug: str, viewer: Viewer) -> dict[str, Any]:
         "rows": [_row(i + 1, s, revealed) for i, s in enumerate(rows)],
         "baselines": baselines.rows(db, version.id, revealed),
     }
+
+
+def _public_first(sub: Submission) -> tuple:
+    """A team's row: its best public submission (the earliest of equals)."""
+    return (sub.public_score, -sub.id)
+
+
+def _finals_first(sub: Submission) -> tuple:
+    """With hidden cases judged only at the end (api.finals), a team's row is its best
+    finally judged submission, else its best public one."""
+    judged = sub.hidden_score is not None
+    return (judged, sub.hidden_score if judged else 0.0, sub.public_score, -sub.id)
 
 
 def _row(rank: int, sub: Submission, revealed: bool) -> dict[str, Any]:

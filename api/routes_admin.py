@@ -84,6 +84,9 @@ class ContestIn(Body):
     hidden_detail: Literal["verdict", "judged"] | None = None
     # Whether the reference planners show as baselines on the boards (api.baselines).
     baselines: bool | None = None
+    # When hidden cases run: with every submission, or in the final judging (api.finals).
+    hidden_judging: Literal["submission", "final"] | None = None
+    final_picks: int | None = Field(default=None, ge=1, le=20)  # how many a team picks
 
 
 PACKAGE_FORM = form_schema("a problem package as .zip or .tar.gz", {})

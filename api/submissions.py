@@ -239,6 +239,13 @@ def on_the_board(version_id: int, system: bool = False) -> tuple[ColumnElement[b
     )
 
 
+def judged_count(splits: list[str] | tuple[str, ...], judging: Judging | None) -> int:
+    """How many cases the judging runs: all, or the public ones (api.finals)."""
+    if judging is None or judging.split == "all":
+        return len(splits)
+    return sum(1 for s in splits if s == judging.split)
+
+
 def submission_dict(
     db: Session,
     sub: Submission,
@@ -257,7 +264,7 @@ def submission_dict(
     if hiding:  # the hidden cases count as judged in one step, at the end
         rows = judged_before_hidden(rows)
     results = [result_dict(r, policy) for r in rows]
-    total = facts.splits.count("public") if hiding else len(facts.splits)
+    total = facts.splits.count("public") if hiding else judged_count(facts.splits, judging)
     detail = progress_detail(shown_detail(sub, judging, results, policy), len(rows), total, hiding)
     return {
         "id": sub.id,
@@ -280,7 +287,7 @@ def submission_dict(
         "judging_id": judging.id if judging else None,
         "judging_status": judging.status if judging else None,
         "build_error": judging.build_error if judging else "",
-        "cases_total": len(facts.splits),
+        "cases_total": judged_count(facts.splits, judging),
         "cases_done": len(rows),
         "hidden_later": hiding,
         "results": results,

@@ -17,7 +17,7 @@ from typing import Any, Literal
 
 from judge.buildcache import BuildCache, cache_from_env, cached_build
 from judge.errors import InputError
-from judge.package import LoadedCase, Problem, load_cases
+from judge.package import CaseSpec, LoadedCase, Problem, load_cases
 from judge.sandbox import RunOutcome, Sandbox, Session, get_sandbox
 from judge.scoring import CaseResult, totals
 from judge.submission import prepare_submission
@@ -25,6 +25,7 @@ from judge.verdict import Verdict
 from judge.verifier import check_plan
 
 OnResult = Callable[[CaseResult], None]
+OnStart = Callable[[CaseSpec], None]  # a case is about to run (after the build)
 # Keeps a plan file under its sha256 (the worker's blob store).
 KeepPlan = Callable[[Path, str], object]
 BUILD_TIMEOUT_S = 120.0
@@ -61,6 +62,7 @@ def judge_planner(
     keep_plan: KeepPlan | None = None,
     replay_backend: str | None = None,
     build_cache: BuildCache | Literal["env"] | None = "env",
+    on_start: OnStart | None = None,
 ) -> JudgeReport:
     """Judge `source` on the cases of `split`; `keep_plan`, when given, is handed every
     plan file and its sha256, to keep (what a rescore re-verifies without running).
@@ -82,6 +84,8 @@ def judge_planner(
             if built is not None and (built.exit_code != 0 or built.timed_out):
                 return _all_failed(report, cases, built.log or "the build failed", on_result)
             for lc in cases:
+                if on_start:
+                    on_start(lc.spec)
                 result = judge_case(problem, lc, session, limit, keep_plan, replay_backend)
                 report.results.append(result)
                 if on_result:

@@ -297,6 +297,9 @@ def start_service(
     # The reference planners are judged as baselines only where a test asks for them
     # (extra_env MEMORACE_BASELINES=1): elsewhere they would queue before its own work.
     env["MEMORACE_BASELINES"] = "0"
+    # Hidden cases are paced to their whole budget only where a test asks for it
+    # (worker.pacing: seconds per hidden case; tests/test_final_judging.py does).
+    env["MEMORACE_PACE_HIDDEN"] = "0"
     # Workers look for a message on the embedded broker 10 times a second, not once: each
     # judging of a test would otherwise wait half a second on average before it starts.
     env["MEMORACE_QUEUE_POLL_S"] = "0.1"
@@ -382,7 +385,8 @@ def serve_script(tmp: Path, extra_env: dict[str, str] | None = None) -> Iterator
     data, port = tmp / "data", free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("MEMORACE_")}
     env |= {"MEMORACE_DATA_DIR": str(data), "MEMORACE_SANDBOX": "local", "PORT": str(port),
-            "VENV": str(VENV_BIN.parent), "MEMORACE_BASELINES": "0", **shared_build_cache(),
+            "VENV": str(VENV_BIN.parent), "MEMORACE_BASELINES": "0", "MEMORACE_PACE_HIDDEN": "0",
+            **shared_build_cache(),
             **(extra_env or {})}  # fmt: skip
     with (tmp / "serve.log").open("wb") as log:
         proc = subprocess.Popen(

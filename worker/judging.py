@@ -20,7 +20,7 @@ from pathlib import Path
 from sqlalchemy import delete, func, select, update
 from sqlalchemy.orm import Session
 
-from api import baselines, news, queue
+from api import finals, news, queue
 from api.blobs import BlobCorrupt, BlobMissing, blob_store
 from api.blobs.packages import package_root
 from api.db.models import CaseResultRow, Judging, aware, utcnow
@@ -35,6 +35,7 @@ from judge.sandbox import default_sandbox_name
 from judge.scoring import CaseResult, problem_score, totals
 from judge.submission import upload_suffix
 from judge.verdict import Verdict
+from worker.pacing import HiddenPace
 
 log = logging.getLogger("memorace.worker")
 HEARTBEAT_S = 5.0  # at most; four beats fit in the reaper's heartbeat_timeout_s
@@ -94,11 +95,19 @@ def _judge(
     with session_scope(url) as db:
         db.get(Judging, judging_id).sandbox = box  # type: ignore[union-attr]
     store = blob_store(settings)
+    pace = HiddenPace(problem.limits.time_limit_s, claimed.paced and settings.pace_hidden,
+                      judging_id)  # fmt: skip
+
+    def on_result(result: CaseResult) -> None:
+        _store(url, judging_id, attempt, result, weights)
+        pace.hold(result)  # stored first: organizers see it at once
+
     report = judge_planner(
         problem,
         artifact,
         split=claimed.split,
-        on_result=lambda r: _store(url, judging_id, attempt, r, weights),
+        on_result=on_result,
+        on_start=pace.start,
         sandbox=box,
         gpu_slot=gpu_slot,
         keep_plan=lambda plan, _digest: store.put_file(plan),
@@ -154,7 +163,9 @@ class Claim:
     sha256: str
     filename: str
     weights: dict[str, float]
-    split: str = "all"  # a baseline's: "public" until the reveal (api.baselines)
+    split: str = "all"  # "public" for a baseline before the reveal, or a contest whose
+    # hidden cases run only in the final judging (api.finals)
+    paced: bool = False  # hidden cases held to their budget (worker.pacing)
 
 
 def _claim(settings: Settings, judging_id: int, worker: str) -> str | Claim:
@@ -178,14 +189,14 @@ def _claim(settings: Settings, judging_id: int, worker: str) -> str | Claim:
         db.execute(delete(CaseResultRow).where(CaseResultRow.judging_id == j.id))
         sub = j.submission
         version = sub.version
-        split = baselines.split_for(db, sub)
+        j.split = split = finals.split_for(db, sub, j.kind)
         weights = {c.name: c.weight for c in version.cases if split in ("all", c.split)}
         sub.status = "running"
         sub.status_detail = f"judging on {worker}: 0 of {len(weights)} cases"
         news.after_commit(db, News(sub.id, queue=True, team=sub.team_id))  # it left the queue
         return Claim(
             j.attempt, version.package_blob, version.package_path, sub.sha256, sub.filename,
-            weights, split,
+            weights, split, finals.paces_hidden(db, sub, j.kind),
         )  # fmt: skip
 
 

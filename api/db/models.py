@@ -167,6 +167,9 @@ class Submission(Base):
     public_score: Mapped[float | None] = mapped_column(Float)
     hidden_score: Mapped[float | None] = mapped_column(Float)
     current_judging_id: Mapped[int | None] = mapped_column(Integer)  # the latest final one
+    # Chosen by its team for the final judging (api.finals; contests that judge hidden
+    # cases only at the end).
+    final_pick: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
     created_at: Mapped[datetime] = mapped_column(Stamp, default=utcnow)
     team: Mapped[Team] = relationship()
     user: Mapped[User] = relationship()
@@ -179,7 +182,11 @@ class Judging(Base):
     __tablename__ = "judgings"
     id: Mapped[int] = mapped_column(primary_key=True)
     submission_id: Mapped[int] = mapped_column(ForeignKey("submissions.id"), index=True)
-    kind: Mapped[str] = mapped_column(String(16), default="judge")  # judge|rejudge|rescore
+    # judge | rejudge | rescore | final (the hidden cases at the end: api.finals)
+    kind: Mapped[str] = mapped_column(String(16), default="judge")
+    # The cases it runs: "all", or "public" (a baseline before the reveal; a contest whose
+    # hidden cases wait for the final judging: api.finals). Set when a worker takes it.
+    split: Mapped[str] = mapped_column(String(8), default="all", server_default="all")
     # queued | running | final | failed | superseded
     status: Mapped[str] = mapped_column(String(16), default="queued", index=True)
     reason: Mapped[str] = mapped_column(Text, default="")
@@ -236,6 +243,13 @@ class Contest(Base):
     hidden_detail: Mapped[str] = mapped_column(String(16), default="verdict")
     # Whether the reference planners show as baselines on the boards (api.baselines).
     baselines: Mapped[bool] = mapped_column(Boolean, default=True, server_default=true())
+    # When hidden cases run (api.finals): "submission" (with every judging, their end
+    # paced so that it carries no planner-controlled time) or "final" (only in the
+    # final judging of each team's picks, started by an organizer at the end).
+    hidden_judging: Mapped[str] = mapped_column(
+        String(16), default="submission", server_default="submission"
+    )
+    final_picks: Mapped[int] = mapped_column(Integer, default=1, server_default="1")  # K
 
 
 class Baseline(Base):

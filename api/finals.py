@@ -1,0 +1,204 @@
+"""When hidden cases run, and the final judging.
+
+A contest's `hidden_judging` says when a submission meets the hidden cases:
+- "submission" (the default): with every judging. A planner can then make a hidden
+  case's time (and verdict) depend on the case; the worker paces each hidden case to its
+  time budget before it moves on (worker.pacing), so the judging's end carries no
+  planner-controlled time, but the verdicts (under hidden_detail "verdict") still do.
+- "final": a judging runs the public cases only. At the end an organizer starts the
+  final judging: each team's picks (up to `final_picks`, chosen by the team; its best
+  public submission when it chose none) are judged again on every case, and the hidden
+  board shows those at the reveal. Nothing a contestant sees before the end depends on
+  a hidden case.
+The baselines (the system team) meet hidden cases after the reveal, or in the final
+judging, whichever comes first.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from api import queue
+from api.audit import record
+from api.db.models import Contest, Judging, Problem, ProblemVersion, Submission, Team, User
+from api.errors import Conflict, Forbidden, NotFound, ServiceError
+from api.problems import current_version
+
+MODES = ("submission", "final")
+MAX_PICKS = 20
+ACTIVE = ("queued", "running", "final")
+
+
+def contest_row(db: Session) -> Contest | None:
+    return db.get(Contest, 1)
+
+
+def final_mode(db: Session) -> bool:
+    contest = contest_row(db)
+    return contest is not None and contest.hidden_judging == "final"
+
+
+def split_for(db: Session, sub: Submission, kind: str) -> str:
+    """The split a judging of `sub` of this `kind` runs."""
+    contest = contest_row(db)
+    revealed = contest is not None and contest.hidden_revealed
+    if kind == "final" or (sub.hidden_score is not None and kind == "rejudge"):
+        return "all"  # the final judging, or a rejudge of one that met the hidden cases
+    if sub.team.system:
+        return "all" if revealed else "public"
+    return "public" if contest is not None and contest.hidden_judging == "final" else "all"
+
+
+def paces_hidden(db: Session, sub: Submission, kind: str) -> bool:
+    """Whether the worker paces this judging's hidden cases: a contestant would otherwise
+    read how long each took from when the judging ends."""
+    contest = contest_row(db)
+    return not (sub.team.system or kind == "final" or (contest and contest.hidden_revealed))
+
+
+def picks(db: Session, team: Team, version: ProblemVersion) -> list[Submission]:
+    """What the final judging takes of `team` on `version`: its picks, or else its best
+    public submission (the earliest of equals)."""
+    mine = select(Submission).where(
+        Submission.team_id == team.id,
+        Submission.version_id == version.id,
+        Submission.disqualified.is_(False),
+    )
+    chosen = list(db.scalars(mine.where(Submission.final_pick.is_(True)).order_by(Submission.id)))
+    if chosen:
+        return chosen
+    best = db.scalar(
+        mine.where(Submission.public_score.is_not(None)).order_by(
+            Submission.public_score.desc(), Submission.id
+        )
+    )
+    return [best] if best is not None else []
+
+
+def started(db: Session, version: ProblemVersion) -> bool:
+    """Whether the final judging of `version` has been started (picks are then locked)."""
+    found = (
+        select(Judging.id)
+        .join(Submission)
+        .where(Submission.version_id == version.id, Judging.kind == "final")
+    )
+    return db.scalar(found.limit(1)) is not None
+
+
+def view(db: Session, team: Team, slug: str) -> dict[str, Any]:
+    version = current_version(db, slug)
+    contest = contest_row(db)
+    chosen = [s.id for s in picks(db, team, version)]
+    return {
+        "problem": slug,
+        "hidden_judging": contest.hidden_judging if contest else "submission",
+        "picks_allowed": contest.final_picks if contest else 1,
+        "picked": [s.id for s in _picked(db, team, version)],
+        "judged_at_the_end": chosen,  # the picks, or the best public submission
+        "locked": started(db, version),
+    }
+
+
+def choose(db: Session, user: User, slug: str, ids: list[int]) -> dict[str, Any]:
+    """A team's picks for the final judging of `slug` (replacing earlier ones)."""
+    team = user.team
+    if team is None:
+        raise Forbidden("only a team's members pick its submissions")
+    version = current_version(db, slug)
+    contest = contest_row(db)
+    allowed = contest.final_picks if contest else 1
+    if len(set(ids)) != len(ids):
+        raise ServiceError("each submission at most once", 422)
+    if len(ids) > allowed:
+        raise ServiceError(f"at most {allowed} picks on this contest", 422)
+    if started(db, version):
+        raise Conflict("the final judging has started: the picks are fixed")
+    chosen = [_own(db, team, version, i) for i in ids]
+    for sub in _picked(db, team, version):
+        sub.final_pick = False
+    for sub in chosen:
+        sub.final_pick = True
+    record(db, user, "final_picks", slug, {"team": team.name, "submissions": ids})
+    return view(db, team, slug)
+
+
+def _own(db: Session, team: Team, version: ProblemVersion, sub_id: int) -> Submission:
+    sub = db.get(Submission, sub_id)
+    if sub is None or sub.team_id != team.id:
+        raise NotFound(f"no submission {sub_id} of your team")
+    if sub.version_id != version.id:
+        raise ServiceError(f"submission {sub_id} is not for this problem's current version", 422)
+    if sub.disqualified:
+        raise ServiceError(f"submission {sub_id} is disqualified", 422)
+    return sub
+
+
+def _picked(db: Session, team: Team, version: ProblemVersion) -> list[Submission]:
+    rows = select(Submission).where(
+        Submission.team_id == team.id,
+        Submission.version_id == version.id,
+        Submission.final_pick.is_(True),
+    )
+    return list(db.scalars(rows.order_by(Submission.id)))
+
+
+def start(db: Session, actor: User | None, slug: str | None) -> list[int]:
+    """Queue the final judging of every team's picks (and the baselines) on `slug`'s current
+    version, or every problem's; a submission judged finally already is left alone, so a
+    second call only adds what is new. Returns the new judgings' ids."""
+    versions = [current_version(db, slug)] if slug else _current_versions(db)
+    ids = []
+    for version in versions:
+        for team in db.scalars(select(Team).where(Team.disqualified.is_(False))):
+            subs = _baseline_subs(db, team, version) if team.system else picks(db, team, version)
+            ids += [_queue_final(db, sub) for sub in subs if not _has_final(db, sub)]
+    db.flush()
+    record(db, actor, "final_judging", slug or "all problems", {"judgings": ids})
+    return ids
+
+
+def _current_versions(db: Session) -> list[ProblemVersion]:
+    current = select(Problem.current_version_id).where(Problem.current_version_id.is_not(None))
+    return list(db.scalars(select(ProblemVersion).where(ProblemVersion.id.in_(current))))
+
+
+def _baseline_subs(db: Session, team: Team, version: ProblemVersion) -> list[Submission]:
+    rows = select(Submission).where(
+        Submission.team_id == team.id, Submission.version_id == version.id
+    )
+    return [s for s in db.scalars(rows) if s.hidden_score is None]
+
+
+def _has_final(db: Session, sub: Submission) -> bool:
+    found = select(Judging.id).where(
+        Judging.submission_id == sub.id, Judging.kind == "final", Judging.status.in_(ACTIVE)
+    )
+    return db.scalar(found.limit(1)) is not None
+
+
+def _queue_final(db: Session, sub: Submission) -> int:
+    for old in db.scalars(
+        select(Judging).where(Judging.submission_id == sub.id, Judging.status == "queued")
+    ):
+        old.status, old.reason = "superseded", "replaced by the final judging"
+    judging = Judging(submission_id=sub.id, kind="final", priority=queue.PRIORITY_REJUDGE,
+                      reason="the final judging: every case")  # fmt: skip
+    db.add(judging)
+    sub.status, sub.status_detail = "queued", "queued for the final judging"
+    db.flush()
+    return judging.id
+
+
+__all__ = [
+    "MAX_PICKS",
+    "MODES",
+    "choose",
+    "paces_hidden",
+    "picks",
+    "split_for",
+    "start",
+    "view",
+]

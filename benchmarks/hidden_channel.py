@@ -1,0 +1,173 @@
+"""The timing channel of hidden cases, measured as an attacker would use it.
+
+A contestant's planner sleeps `symbol x STEP` seconds on the hidden cases (split over
+them); the contestant follows the submission's live events and times the judging's end
+against its last public result, then decodes the symbol. Over many submissions with
+random symbols the benchmark prints the mutual information between the symbol sent and
+the symbol decoded, in bits per submission (and the Miller-Madow bias correction, since
+a few dozen trials overstate it), for each mode:
+
+  unpaced  hidden cases at submission time, hidden_detail "judged", no pacing (before)
+  paced    the same with worker.pacing (the default)
+  final    hidden cases only in the final judging (api.finals)
+
+    .venv/bin/python benchmarks/hidden_channel.py [--backend embedded|postgres]
+        [--modes unpaced,paced,final] [--trials 24] [--levels 8]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import random
+import sys
+import tempfile
+import threading
+import time
+from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import httpx
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from tests.service import Service, postgres_database, redis_server, start_service
+
+SLUG = "channel"
+HIDDEN = 2
+STEP_S = 0.25  # seconds per symbol step, over all hidden cases
+TIME_LIMIT_S = 2.0
+CASE = "id,lower,upper,size\na,0,2,8\nb,1,3,8\nc,2,4,8\n"
+
+
+def write_package(root: Path) -> Path:
+    package = root / SLUG
+    for split in ("public", "hidden"):
+        (package / "data" / split).mkdir(parents=True, exist_ok=True)
+    lines = [f'slug = "{SLUG}"', 'name = "Channel"', 'type = "offset"', "version = 1", "",
+             "[limits]", f"time_limit_s = {TIME_LIMIT_S}", "memory_limit_mb = 512", ""]  # fmt: skip
+    names = [("public", "pub")] + [("hidden", f"sec-{i}") for i in range(HIDDEN)]
+    for split, name in names:
+        (package / "data" / split / f"{name}.csv").write_text(CASE)
+        lines += ["[[cases]]", f'name = "{name}"', f'split = "{split}"', "capacity = 1024", ""]
+    (package / "problem.toml").write_text("\n".join(lines))
+    (package / "statement.md").write_text("# Channel\n")
+    return package
+
+
+def planner(symbol: int, nonce: int) -> str:
+    """Sleeps symbol x STEP_S in all over the hidden cases (a share on each)."""
+    share = symbol * STEP_S / HIDDEN
+    return f"""\
+# nonce {nonce}
+import json, os, time
+folder = os.environ["MEMORACE_CASE_DIR"]
+if json.load(open(os.path.join(folder, "case.json")))["name"].startswith("sec-"):
+    time.sleep({share})
+with open(os.path.join(os.environ["MEMORACE_OUT_DIR"], "plan.csv"), "w") as out:
+    out.write("id,offset\\na,0\\nb,8\\nc,16\\n")
+"""
+
+
+def observed_gap(service: Service, token: str, sub_id: int) -> float:
+    """Seconds from the last public case event to the final status, as the contestant
+    sees them on the live stream."""
+    url = f"{service.url}/api/v1/submissions/{sub_id}/events"
+    last_public = end = None
+    headers = {"Authorization": f"Bearer {token}"}
+    with httpx.stream("GET", url, headers=headers, timeout=300) as reply:
+        name = ""
+        for line in reply.iter_lines():
+            if line.startswith("event: "):
+                name = line[7:]
+            elif line.startswith("data: "):
+                data, now = json.loads(line[6:]), time.monotonic()
+                if name == "case" and data.get("split") == "public":
+                    last_public = now
+                if name == "status" and data["status"] in ("done", "error") and end is None:
+                    end = now
+                if name == "end":
+                    break
+    assert last_public is not None and end is not None, "no public case or no end seen"
+    return end - last_public
+
+
+def mutual_information(pairs: list[tuple[int, int]]) -> tuple[float, float]:
+    """(plug-in estimate, Miller-Madow corrected) of I(sent; decoded) in bits."""
+    n = len(pairs)
+    joint, sent, got = Counter(pairs), Counter(a for a, _ in pairs), Counter(b for _, b in pairs)
+
+    def entropy(counts: Counter) -> float:
+        return -sum(c / n * math.log2(c / n) for c in counts.values())
+
+    plug_in = entropy(sent) + entropy(got) - entropy(joint)
+    bias = (len(sent) + len(got) - len(joint) - 1) / (2 * n * math.log(2))
+    return plug_in, max(0.0, plug_in - bias)
+
+
+def decode(gaps: list[tuple[int, float]], levels: int) -> list[tuple[int, int]]:
+    """The attacker's decoder: the offset is learnt from the smallest gap seen (symbol 0
+    sent on purpose first), then each gap is read as the nearest step."""
+    offset = min(g for _, g in gaps)
+    return [(s, min(levels - 1, max(0, round((g - offset) / STEP_S)))) for s, g in gaps]
+
+
+def run_mode(service: Service, token: str, mode: str, trials: int, levels: int) -> None:
+    settings = {"hidden_detail": "judged",
+                "hidden_judging": "final" if mode == "final" else "submission"}  # fmt: skip
+    assert service.api("PUT", "/api/v1/admin/contest", json=settings).status_code == 200
+    rng = random.Random(7)
+    symbols = [0, levels - 1] + [rng.randrange(levels) for _ in range(trials - 2)]
+    gaps = []
+    folder = Path(tempfile.mkdtemp(prefix="channel-"))
+    for i, symbol in enumerate(symbols):
+        path = folder / f"p{mode}{i}.py"
+        path.write_text(planner(symbol, i))
+        sub = service.submit(token, SLUG, path)
+        gaps.append((symbol, observed_gap(service, token, sub["id"])))
+    pairs = decode(gaps, levels)
+    plug_in, corrected = mutual_information(pairs)
+    spread = [g for _, g in gaps]
+    correct = sum(a == b for a, b in pairs)
+    print(f"{mode:8} {trials} submissions, {levels} symbols ({math.log2(levels):.0f} bits sent): "
+          f"gap {min(spread):.2f}-{max(spread):.2f} s, decoded right {correct}/{trials}, "
+          f"I = {plug_in:.2f} bits plug-in, {corrected:.2f} corrected",
+          flush=True)  # fmt: skip
+
+
+@contextmanager
+def backend(kind: str) -> Iterator[tuple[str | None, str | None]]:
+    if kind == "embedded":
+        yield None, None
+        return
+    with postgres_database() as db_url, redis_server() as redis:
+        yield db_url, redis.url
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--backend", default="embedded", choices=("embedded", "postgres"))
+    parser.add_argument("--modes", default="unpaced,paced,final")
+    parser.add_argument("--trials", type=int, default=24)
+    parser.add_argument("--levels", type=int, default=8)
+    args = parser.parse_args()
+    for mode in args.modes.split(","):
+        with tempfile.TemporaryDirectory() as tmp, backend(args.backend) as (db_url, broker_url):
+            env = {"MEMORACE_PACE_HIDDEN": "0" if mode == "unpaced" else "1",
+                   "MEMORACE_RATE_LIMIT": "100000"}  # fmt: skip
+            package = write_package(Path(tmp))
+            service = start_service(Path(tmp), [package], db_url, broker_url, "local",
+                                    extra_env=env, workers=("w1",))  # fmt: skip
+            try:
+                token = service.add_team(f"team-{mode}", f"eve-{mode}")
+                run_mode(service, token, mode, args.trials, args.levels)
+            finally:
+                service.stop()
+
+
+if __name__ == "__main__":
+    threading.excepthook = lambda a: print(a.exc_value, file=sys.stderr)
+    main()

@@ -1,0 +1,115 @@
+"""Hidden cases only in the final judging, and paced hidden cases, over real HTTP.
+
+In the "final" mode a submission is judged on the public cases alone; a team picks up
+to K submissions (else its best public one counts); the organizer starts the final
+judging, which runs every case of each pick, and the hidden board shows at the reveal.
+In the default mode the worker holds each hidden case to its budget (worker.pacing), so
+that when a judging ends tells nothing of how long its hidden cases took.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from benchmarks.hidden_channel import SLUG, backend, observed_gap, planner, write_package
+from tests.service import Service, start_service
+from worker.pacing import budget_s
+
+SCORE = 66.666667  # every case: bound 16 bytes, the planner's peak 24
+
+
+@pytest.fixture(scope="module", params=["embedded", "postgres"])
+def service(request, tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("finals")
+    with backend(request.param) as (db_url, broker_url):
+        svc = start_service(tmp, [write_package(tmp)], db_url, broker_url, "local",
+                            workers=("w1",))  # fmt: skip
+        try:
+            yield svc
+        finally:
+            svc.stop()
+
+
+def submit(service: Service, token: str, symbol: int, nonce: int) -> int:
+    path = service.data_dir.parent / f"planner{nonce}.py"
+    path.write_text(planner(symbol, nonce))
+    sub_id = service.submit(token, SLUG, path)["id"]
+    service.wait_done(token, sub_id)
+    return sub_id
+
+
+def test_final_mode(service: Service) -> None:
+    contest = {"hidden_judging": "final", "final_picks": 2}
+    assert service.api("PUT", "/api/v1/admin/contest", json=contest).status_code == 200
+    for wrong in ({"hidden_judging": "later"}, {"final_picks": 0}, {"final_picks": 21}):
+        assert service.api("PUT", "/api/v1/admin/contest", json=wrong).status_code == 422
+    red, blue = service.add_team("red", "rita"), service.add_team("blue", "bert")
+    a, b = submit(service, red, 0, 1), submit(service, red, 1, 2)
+    c = submit(service, blue, 0, 3)
+    for sub_id, token in ((a, red), (a, None)):  # the team and the organizer alike
+        body = service.api("GET", f"/api/v1/submissions/{sub_id}", token).json()
+        assert [r["case"] for r in body["results"]] == ["pub"], body
+        assert (body["cases_done"], body["cases_total"]) == (1, 1), body
+        assert body["hidden_score"] is None and body["public_score"] == SCORE
+
+    picks = service.api("GET", f"/api/v1/problems/{SLUG}/final", red).json()
+    assert picks["judged_at_the_end"] == [a] and picks["picked"] == [] and not picks["locked"]
+    for wrong, status in (([a, b, c], 422), ([c], 404), ([a, a], 422), ([9999], 404)):
+        reply = service.api("PUT", f"/api/v1/problems/{SLUG}/final", red,
+                            json={"submissions": wrong})  # fmt: skip
+        assert reply.status_code == status, (wrong, reply.text)
+    reply = service.api("PUT", f"/api/v1/problems/{SLUG}/final", red, json={"submissions": [b]})
+    assert reply.status_code == 200 and reply.json()["judged_at_the_end"] == [b], reply.text
+    assert service.api("POST", "/api/v1/admin/final-judging", red, json={}).status_code == 403
+
+    started = service.api("POST", "/api/v1/admin/final-judging", json={"problem": SLUG})
+    assert started.status_code == 202 and started.json()["count"] == 2, started.text
+    late = service.api("PUT", f"/api/v1/problems/{SLUG}/final", red, json={"submissions": [a]})
+    assert late.status_code == 409, late.text
+    for sub_id, token in ((b, red), (c, blue)):
+        mine = service.wait_done(token, sub_id)
+        assert mine["hidden_score"] is None and mine["cases_total"] == 3, mine
+        assert all(r["withheld"] for r in mine["results"] if r["split"] == "hidden"), mine
+        full = service.api("GET", f"/api/v1/submissions/{sub_id}").json()
+        assert full["hidden_score"] == SCORE and full["status_detail"].startswith("judged (final)")
+    untouched = service.api("GET", f"/api/v1/submissions/{a}").json()
+    assert untouched["hidden_score"] is None and untouched["judging_status"] == "final"
+    again = service.api("POST", "/api/v1/admin/final-judging", json={})
+    assert again.status_code == 202 and again.json()["count"] == 0, again.text
+
+    board = service.api("GET", f"/api/v1/leaderboard/{SLUG}", red).json()
+    assert all(row["hidden_score"] is None for row in board["rows"]), board
+    assert service.api("PUT", "/api/v1/admin/contest", json={"hidden_revealed": True}).is_success
+    board = service.api("GET", f"/api/v1/leaderboard/{SLUG}", red).json()
+    shown = {row["team"]: row["hidden_score"] for row in board["rows"]}
+    assert shown == {"red": SCORE, "blue": SCORE}, board
+    back = {"hidden_revealed": False, "hidden_judging": "submission"}
+    assert service.api("PUT", "/api/v1/admin/contest", json=back).is_success
+
+
+def test_paced_hidden_cases_end_alike(tmp_path: Path) -> None:
+    """The planner sleeps nothing, or 1.75 s over its hidden cases: the judging's end,
+    timed from the last public result, comes at the same time (each hidden case is held
+    to its budget); without pacing the two differ by the 1.75 s."""
+    env = {"MEMORACE_PACE_HIDDEN": "1"}
+    svc = start_service(tmp_path, [write_package(tmp_path)], None, None, "local",
+                        extra_env=env, workers=("w1",))  # fmt: skip
+    try:
+        hidden = {"hidden_detail": "judged", "hidden_judging": "submission"}
+        assert svc.api("PUT", "/api/v1/admin/contest", json=hidden).status_code == 200
+        token = svc.add_team("eve", "eve")
+        gaps = {}
+        for symbol in (0, 7):
+            path = tmp_path / f"p{symbol}.py"
+            path.write_text(planner(symbol, symbol))
+            sub_id = svc.submit(token, SLUG, path)["id"]
+            gaps[symbol] = observed_gap(svc, token, sub_id)
+    finally:
+        svc.stop()
+    budget = 2 * budget_s(2.0)  # two hidden cases of 2 s
+    assert all(gap >= 0.9 * budget for gap in gaps.values()), gaps
+    # 1.75 s apart unpaced; the margin holds on a loaded machine (jitter ~0.2 s).
+    assert abs(gaps[7] - gaps[0]) < 0.9, gaps
+    print(f"\npaced gaps: {gaps} (budget {budget:.1f} s)")
