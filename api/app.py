@@ -27,6 +27,7 @@ from api.db.session import get_engine, migrate, requests_in_flight, session_scop
 from api.deps import DB, Config, user_or_none
 from api.docs import add_docs
 from api.errors import ServiceError
+from api.headers import SecureHeaders, secure
 from api.hotpath import HotReads
 from api.inflight import InFlight
 from api.logs import AccessLog
@@ -88,6 +89,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_middleware(PathGuard, api=app)  # NUL, ids out of range: before the database
     app.add_middleware(InFlight, limit=requests_in_flight())  # below the connection pool
     app.add_middleware(HotReads, database_url=settings.database_url)  # kept answers: no slot
+    app.add_middleware(SecureHeaders)  # nosniff and a CSP on every answer, kept ones too
     _errors(app)
     app.add_middleware(AccessLog)  # outermost of ours: the time of the whole request
     from api import pages, routes_admin, routes_tokens, routes_v1, routes_views
@@ -181,9 +183,10 @@ def _error(request: Request, status: int, message: str) -> Response:
     from api.pages import error_page, wants_html
 
     if wants_html(request):
-        return error_page(request, status, message)
+        return secure(error_page(request, status, message))
     headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
-    return JSONResponse({"detail": message}, status_code=status, headers=headers)
+    # secure: a crash's answer is sent outside every middleware (Starlette's last resort)
+    return secure(JSONResponse({"detail": message}, status_code=status, headers=headers))
 
 
 def _ops(app: FastAPI, settings: Settings) -> None:

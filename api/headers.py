@@ -1,0 +1,68 @@
+"""Headers on every answer, in one place, so that no route can forget them.
+
+`X-Content-Type-Options: nosniff` always: a browser takes the declared type (a CSV, a
+JSON export, a plan or a log is never sniffed into HTML). A Content-Security-Policy
+wherever the route set none: an SVG (the score-history chart, the favicon) may style
+itself and nothing more; anything else (downloads, exports, JSON, text) nothing at all.
+Both sandbox the document, so that one opened in its own tab runs no script and has no
+access to the site's origin. Pages keep their own policy (api.pages.common, api.docs).
+
+SecureHeaders wraps the app outside api.hotpath.HotReads: the answers kept there get
+the same headers. Errors that Starlette answers outside every middleware (an unhandled
+exception) get them from `secure` (api.app._error).
+"""
+
+from __future__ import annotations
+
+from starlette.responses import Response
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+NOSNIFF = "nosniff"
+SVG_CSP = "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'; sandbox"
+DOWNLOAD_CSP = "default-src 'none'; frame-ancestors 'none'; sandbox"
+_TYPE_OPTIONS = b"x-content-type-options"
+_CSP = b"content-security-policy"
+
+
+def policy_for(content_type: str) -> str:
+    """The policy of an answer whose route set none."""
+    return SVG_CSP if "svg" in content_type.lower() else DOWNLOAD_CSP
+
+
+def secured(headers: list[tuple[bytes, bytes]]) -> list[tuple[bytes, bytes]]:
+    """`headers` (raw ASGI pairs) with nosniff, and a policy where none was set."""
+    names = {name.lower() for name, _ in headers}
+    out = list(headers)
+    if _TYPE_OPTIONS not in names:
+        out.append((_TYPE_OPTIONS, NOSNIFF.encode()))
+    if _CSP not in names:
+        kind = next((v for k, v in headers if k.lower() == b"content-type"), b"")
+        out.append((_CSP, policy_for(kind.decode("latin-1")).encode()))
+    return out
+
+
+def secure(response: Response) -> Response:
+    """The same for a response object (one sent outside the middleware)."""
+    response.headers.setdefault("X-Content-Type-Options", NOSNIFF)
+    kind = response.headers.get("content-type", "")
+    response.headers.setdefault("Content-Security-Policy", policy_for(kind))
+    return response
+
+
+class SecureHeaders:
+    """Adds the headers above to every HTTP answer's start."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                message = {**message, "headers": secured(list(message.get("headers", ())))}
+            await send(message)
+
+        await self.app(scope, receive, with_headers)
