@@ -24,11 +24,11 @@ from judge.types.offload.case_tensors import (
     as_int,
     read_tensors,
 )  # fmt: skip
-from judge.types.offload.jsonfile import load_json
+from judge.types.offload.jsonfile import key_problem, load_json, present
 
 CASE_BYTE_LIMIT = 512 * 2**20
-_KEYS = {"capacity", "h2d_bandwidth", "d2h_bandwidth", "steps", "tensors"}
-_OPTIONAL = {"h2d_latency", "d2h_latency", "host_capacity", "nvme"}
+_KEYS = ("capacity", "h2d_bandwidth", "d2h_bandwidth", "steps", "tensors")
+_OPTIONAL = ("h2d_latency", "d2h_latency", "host_capacity", "nvme")
 _NVME_KEYS = ("read_bandwidth", "write_bandwidth", "read_latency", "write_latency")
 
 
@@ -154,9 +154,12 @@ def parse_case(raw: Any, path: Path | str, capacity: int | None) -> OffloadCase:
 
     if not isinstance(raw, dict):
         raise fail("a case is one JSON object")
-    missing, unknown = _KEYS - raw.keys(), raw.keys() - _KEYS - _OPTIONAL
-    if missing or unknown:
-        raise fail(f"keys: missing {sorted(missing)}, unknown {sorted(unknown)}")
+    raw = present(raw, _OPTIONAL)
+    problem = key_problem(raw, _KEYS, _OPTIONAL)
+    if problem:
+        raise fail(
+            f"the case {problem} (it has {', '.join(_KEYS)}; optionally {', '.join(_OPTIONAL)})"
+        )
     cap = as_int(raw["capacity"], "capacity", 0, fail)
     if capacity is not None and cap != capacity:
         raise fail(f"capacity {cap} differs from the package's capacity {capacity}")
@@ -208,12 +211,14 @@ def _v2_columns(cols: TensorColumns) -> dict[str, Any]:
 def _nvme(raw: Any, fail: Any) -> Nvme | None:
     if raw is None:
         return None
-    if (
-        not isinstance(raw, dict)
-        or set(raw) - set(_NVME_KEYS)
-        or not set(_NVME_KEYS[:2]) <= set(raw)
-    ):
-        raise fail(f"nvme must be an object with {', '.join(_NVME_KEYS)} (latencies optional)")
+    problem = "is not an object"
+    if isinstance(raw, dict):
+        raw = present(raw, _NVME_KEYS[2:])
+        problem = key_problem(raw, _NVME_KEYS[:2], _NVME_KEYS[2:])
+    if problem:
+        raise fail(
+            f"nvme {problem}: it has {', '.join(_NVME_KEYS[:2])} (and optionally the latencies)"
+        )
     bw = [as_int(raw[k], f"nvme.{k}", 1, fail) for k in _NVME_KEYS[:2]]
     lat = [as_int(raw.get(k, 0), f"nvme.{k}", 0, fail) for k in _NVME_KEYS[2:]]
     return Nvme(*bw, *lat)

@@ -9,12 +9,12 @@ from itertools import pairwise
 from typing import Any
 
 from judge.csvtable import INT_LIMIT
-from judge.types.offload.jsonfile import show_value
+from judge.types.offload.jsonfile import key_problem, present, show_value
 
 SIZE_LIMIT = 2**48  # 256 TiB: sums of a step's tensors stay far inside int64
 _ID = re.compile(r"[A-Za-z0-9._:-]{1,100}")
-_REQUIRED = {"id", "size", "alignment", "uses"}
-_OPTIONAL = {"writes", "start", "end", "recompute", "compress"}
+_REQUIRED = ("id", "size", "alignment", "uses")
+_OPTIONAL = ("writes", "start", "end", "recompute", "compress")
 DEVICE, HOST, NVME, NONE = 0, 1, 2, 3  # tiers: case.start / case.end codes
 START_NAMES = {"device": DEVICE, "host": HOST, "nvme": NVME}
 END_NAMES = {"none": NONE, "host": HOST, "device": DEVICE}
@@ -52,10 +52,14 @@ def read_tensors(tensors: list[Any], n_steps: int, fail: Any) -> TensorColumns:
     extras: list[dict[str, Any]] = []
     for k, t in enumerate(tensors):
         where = f"tensors[{k}]"
-        if not isinstance(t, dict) or not set(t) >= _REQUIRED or set(t) - _REQUIRED - _OPTIONAL:
+        problem = "is not an object"
+        if isinstance(t, dict):
+            t = present(t, _OPTIONAL)
+            problem = key_problem(t, _REQUIRED, _OPTIONAL)
+        if problem:
             raise fail(
-                f"{where} must have the keys {sorted(_REQUIRED)} "
-                f"(and optionally {sorted(_OPTIONAL)})"
+                f"{where} {problem} (a tensor has {', '.join(_REQUIRED)}; "
+                f"optionally {', '.join(_OPTIONAL)})"
             )
         tid = t["id"]
         if not isinstance(tid, str) or not _ID.fullmatch(tid):
@@ -70,7 +74,7 @@ def read_tensors(tensors: list[Any], n_steps: int, fail: Any) -> TensorColumns:
         cols.uses += own
         cols.starts.append(len(cols.uses))
         extras.append(t)
-    if any(set(t) & _OPTIONAL for t in extras):
+    if any(key in t for t in extras for key in _OPTIONAL):
         _read_v2(cols, extras, index, n_steps, fail)
     return cols
 
@@ -116,12 +120,12 @@ def _recompute(
         cols.recompute_cost.append(-1)
         cols.sources.append(())
         return
-    if (
-        not isinstance(raw, dict)
-        or set(raw) != {"cost", "from"}
-        or not isinstance(raw["from"], list)
-    ):
-        raise fail(f'tensor {tid}: recompute must be {{"cost": µs, "from": [tensor ids]}}')
+    problem = key_problem(raw, ("cost", "from"), ()) if isinstance(raw, dict) else "is not one"
+    if problem or not isinstance(raw["from"], list):
+        raise fail(
+            f'tensor {tid}: recompute must be {{"cost": µs, "from": [tensor ids]}}; '
+            f"it {problem or 'has a from that is not a list'}"
+        )
     cost = as_int(raw["cost"], f"tensor {tid}: recompute cost", 0, fail)
     # Recomputing gives the value the tensor was produced with: it must be produced on
     # the device and never written after that.
@@ -132,7 +136,9 @@ def _recompute(
         )
     found = []
     for j in raw["from"]:
-        if not isinstance(j, str) or j not in index or j == tid:
+        if j == tid:  # its own value is what recomputing it must make
+            raise fail(f"tensor {tid}: recompute from {tid}: a tensor is not rebuilt from itself")
+        if not isinstance(j, str) or j not in index:
             raise fail(f"tensor {tid}: recompute from unknown tensor {show_value(j)}")
         found.append(index[j])
     if len(set(found)) != len(found):
@@ -147,8 +153,13 @@ def _compress(cols: TensorColumns, raw: Any, tid: str, size: int, fail: Any) -> 
         cols.encode.append(0)
         cols.decode.append(0)
         return
-    if not isinstance(raw, dict) or set(raw) != {"size", "encode", "decode"}:
-        raise fail(f'tensor {tid}: compress must be {{"size": bytes, "encode": µs, "decode": µs}}')
+    keys = ("size", "encode", "decode")
+    problem = key_problem(raw, keys, ()) if isinstance(raw, dict) else "is not one"
+    if problem:
+        raise fail(
+            f'tensor {tid}: compress must be {{"size": bytes, "encode": µs, "decode": µs}}; '
+            f"it {problem}"
+        )
     small = raw["size"]
     if isinstance(small, bool) or not isinstance(small, int) or not 1 <= small <= size:
         raise fail(

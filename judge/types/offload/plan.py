@@ -15,7 +15,7 @@ import numpy as np
 from judge.csvtable import INT_LIMIT, read_bounded, show_cell
 from judge.errors import PlanError
 from judge.types.offload.case import DEVICE, OffloadCase
-from judge.types.offload.jsonfile import load_json, show_value
+from judge.types.offload.jsonfile import key_problem, load_json, present, show_value
 
 NO_STEP = -2  # a step field the residency does not have (-1 is "before step 0")
 NO_PREFETCH = NO_STEP
@@ -25,8 +25,9 @@ PRODUCED, COPIED, RECOMPUTED = 0, 1, 2
 OUT_NAMES = {"copy": 0, "compressed": 1, "nvme": 2, "drop": 3}
 OUT_COPY, OUT_COMPRESSED, OUT_NVME, OUT_DROP = 0, 1, 2, 3
 NO_OUT = -1
-_FIELDS = {"offset", "uses", "prefetch_after", "in", "recompute_before", "decode_before", "out",
-           "priority"}  # fmt: skip
+_NEEDED = ("offset", "uses")
+_MAY = ("in", "prefetch_after", "decode_before", "recompute_before", "out", "priority")
+_FIELDS = frozenset(_NEEDED + _MAY)
 
 
 @dataclass(frozen=True)
@@ -68,16 +69,20 @@ def parse_plan(raw: Any, path: Path | str, case: OffloadCase) -> OffloadPlan:
     def fail(message: str) -> PlanError:
         return PlanError(message, path)
 
-    if not isinstance(raw, dict) or set(raw) != {"tensors"} or not isinstance(raw["tensors"], list):
-        raise fail('a plan is one JSON object {"tensors": [...]}')
+    problem = key_problem(raw, ("tensors",), ()) if isinstance(raw, dict) else "is not one"
+    if problem or not isinstance(raw["tensors"], list):
+        problem = problem or "has tensors that are not a list"
+        raise fail(f'a plan is one JSON object {{"tensors": [...]}}; it {problem}')
     index = {tid: i for i, tid in enumerate(case.ids)}
     starts = case.start_tier().tolist()
     rows: list[list[Row]] = [[] for _ in case.ids]
     seen = [False] * len(case.ids)
     for k, entry in enumerate(raw["tensors"]):
         tid = entry.get("id") if isinstance(entry, dict) else None
-        if not isinstance(entry, dict) or set(entry) != {"id", "residencies"}:
-            raise fail(f'tensors[{k}] must be {{"id": ..., "residencies": [...]}}')
+        shape = ("id", "residencies")
+        problem = key_problem(entry, shape, ()) if isinstance(entry, dict) else "is not one"
+        if problem:
+            raise fail(f'tensors[{k}] must be {{"id": ..., "residencies": [...]}}; it {problem}')
         if not isinstance(tid, str) or tid not in index:
             raise fail(f"tensors[{k}]: unknown tensor id {show_cell(str(tid))}")
         i = index[tid]
@@ -111,8 +116,14 @@ _TAKES = {  # the fields each way in takes, and why the others are refused
 
 
 def _residency(res: Any, where: str, r: int, produced: bool, fail: Any) -> Row:
-    if not isinstance(res, dict) or not {"offset", "uses"} <= set(res) or set(res) - _FIELDS:
-        raise fail(f"{where} must have offset and uses (and only {', '.join(sorted(_FIELDS))})")
+    if not isinstance(res, dict):
+        raise fail(f"{where} is not an object")
+    res = present(res, _MAY)
+    if res.keys() - _FIELDS or "offset" not in res or "uses" not in res:
+        raise fail(
+            f"{where} {key_problem(res, _NEEDED, _MAY)} (a residency has "
+            f"{', '.join(_NEEDED)}; optionally {', '.join(_MAY)})"
+        )
     how = res.get("in", "copy")
     if how not in ("copy", "recompute"):
         raise fail(f'{where}: in must be "copy" or "recompute", not {show_value(how)}')
