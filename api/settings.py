@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 
+from api.service_urls import with_password
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -33,6 +35,10 @@ class Settings:
     database_url: str = ""
     broker_url: str = ""
     sandbox: str = field(default_factory=lambda: _env("SANDBOX", ""))  # "" = best available
+    # "1": a worker judges with the local sandbox even where bubblewrap cannot isolate
+    # (planners keep no network but read world-readable files): development only, shown
+    # as "local UNISOLATED" on /healthz, the admin page and each judging's log.
+    allow_unisolated: bool = field(default_factory=lambda: _env("ALLOW_UNISOLATED", "") == "1")
     secret_key: str = field(default_factory=lambda: _env("SECRET_KEY", ""))
     upload_limit_bytes: int = field(
         default_factory=lambda: int(_env("UPLOAD_LIMIT_BYTES", str(16 * 2**20)))
@@ -126,6 +132,11 @@ class Settings:
             )
         if not self.broker_url:
             object.__setattr__(self, "broker_url", _env("BROKER_URL", "filesystem://"))
+        # The compose stack's passwords, put into URLs that name none (api.service_urls).
+        for name, kind, env in (("database_url", "postgresql", "POSTGRES_PASSWORD"),
+                                ("broker_url", "redis", "REDIS_PASSWORD")):  # fmt: skip
+            url = with_password(getattr(self, name), _env(env, ""), kind)
+            object.__setattr__(self, name, url)
         if not self.blob_store:
             shared = self.database_url.startswith("postgresql")
             object.__setattr__(self, "blob_store", "database" if shared else "local")

@@ -14,6 +14,10 @@ from api.db.models import WorkerRow, aware, utcnow
 from api.settings import Settings
 
 NO_WORKER = "no worker is alive: submissions wait until one starts"
+UNISOLATED_WORKERS = (
+    "a worker judges with the local sandbox UNISOLATED (MEMORACE_ALLOW_UNISOLATED=1): "
+    "development only, its planners can read every world-readable file of its host"
+)
 QUEUED_NO_WORKER = "queued: no worker is running now; it will be judged when one starts"
 
 
@@ -51,7 +55,7 @@ def alive_count(db: Session, settings: Settings) -> int:
 
 def health(db: Session, settings: Settings, names: bool) -> dict[str, Any]:
     """For /healthz: counts for anyone; with `names` (an organizer) the list too: name,
-    state, busy or idle, last beat; no pids or ids. A stopped worker is not listed; a
+    state, busy or idle, last beat, sandbox; no pids or ids. A stopped worker is not listed; a
     dead one is, until its row is pruned (a day)."""
     shown = [w for w in all_workers(db, settings) if w.state != "stopped"]
     alive = [w for w in shown if w.state == "alive"]
@@ -64,6 +68,8 @@ def health(db: Session, settings: Settings, names: bool) -> dict[str, Any]:
     }
     if not names:
         return counts
+    if any("UNISOLATED" in w.row.sandbox for w in alive):
+        counts["warning"] = UNISOLATED_WORKERS
     return counts | {
         "list": [
             {
@@ -72,6 +78,7 @@ def health(db: Session, settings: Settings, names: bool) -> dict[str, Any]:
                 "busy": w.busy,
                 "last_seen": aware(w.row.last_seen).isoformat(),
                 "seconds_ago": round(w.age_s, 1),
+                "sandbox": w.row.sandbox,  # "local UNISOLATED": development mode
             }
             for w in shown
         ],

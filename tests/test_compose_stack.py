@@ -32,6 +32,9 @@ from tests.conftest import IN_CI, ROOT
 README = ROOT / "README.md"
 GPU_FILE = ROOT / "docker-compose.gpu.yml"
 PLANNERS = ("best_fit.cpp", "naive.py")  # C++ and Python
+# What compose needs to read its file when nothing is started with it (down, logs).
+PLACEHOLDERS = {"MEMORACE_SECRET_KEY": "x", "DOCKER_GID": "0", "MEMORACE_POSTGRES_PASSWORD": "x",
+                "MEMORACE_REDIS_PASSWORD": "x"}  # fmt: skip
 
 
 def bash_blocks(text: str) -> list[str]:
@@ -75,7 +78,7 @@ def stack_env(tmp_path: Path) -> Iterator[dict[str, str]]:
     finally:
         down = subprocess.run(
             [compose, "down", "--volumes", "--remove-orphans", "--timeout", "30"],
-            cwd=ROOT, env=env | {"MEMORACE_SECRET_KEY": "x", "DOCKER_GID": "0"},
+            cwd=ROOT, env=env | PLACEHOLDERS,
             capture_output=True, text=True, timeout=180, check=False,
         )  # fmt: skip
         shutil.rmtree(tmp_path / "data", ignore_errors=True)
@@ -91,7 +94,7 @@ def stack_logs(env: dict[str, str]) -> str:
     """The services' last log lines: why a judging ended in error inside the stack."""
     out = subprocess.run(
         ["docker-compose", "logs", "--no-color", "--tail", "60", "api", "worker"],
-        cwd=ROOT, env=env | {"MEMORACE_SECRET_KEY": "x", "DOCKER_GID": "0"},
+        cwd=ROOT, env=env | PLACEHOLDERS,
         capture_output=True, text=True, timeout=60, check=False,
     )  # fmt: skip
     return f"\nservice logs:\n{out.stdout[-8000:]}"
@@ -156,7 +159,7 @@ def compose_config(*files: Path, extra_env: dict[str, str] | None = None, ok: bo
     refusal's message."""
     compose = require_compose()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("MEMORACE_", "COMPOSE_"))}
-    env |= {"MEMORACE_SECRET_KEY": "x", "DOCKER_GID": "999", **(extra_env or {})}
+    env |= PLACEHOLDERS | {"DOCKER_GID": "999", **(extra_env or {})}
     args = [a for f in files for a in ("-f", str(f))]
     out = subprocess.run(
         [compose, *args, "config"], cwd=ROOT, env=env, capture_output=True, text=True,

@@ -162,10 +162,12 @@ def connect_signals(settings: Settings, gpu_slot: int | None) -> None:
 
 def _on_ready(sender: object = None, **_: object) -> None:
     from judge.sandbox import default_sandbox_name
+    from judge.sandbox.local_isolation import recorded_name
 
     hook = _hookup[0]
     name = str(getattr(sender, "hostname", "") or f"{socket.gethostname()}:{os.getpid()}")
-    box = hook.settings.sandbox or default_sandbox_name()
+    # "local UNISOLATED" in development mode: the organizer sees it on /healthz and the admin page
+    box = recorded_name(hook.settings.sandbox or default_sandbox_name())
     me = Presence(hook.settings, name, hook.gpu_slot, box)
     try:
         me.start()

@@ -1,13 +1,49 @@
-"""Start-up checks of a worker: a worker that would judge every submission wrongly
-refuses to start and says why, instead of blaming contestants with BUILD_ERRORs."""
+"""Start-up checks of a worker: a worker that would judge every submission wrongly, or
+run planners unisolated, refuses to start and says why, instead of blaming contestants
+with BUILD_ERRORs or handing a planner the service's network and files.
+
+`python -m worker.startup` runs the same checks (scripts/serve, before it starts
+anything): exit status 3 and the reason on stderr when a worker would refuse.
+"""
 
 from __future__ import annotations
 
 import os
+import sys
 import tempfile
 from pathlib import Path
 
 from api.settings import Settings
+
+
+def refusal(settings: Settings) -> str:
+    """Why this worker must not start ('' when it may): its sandbox, then its scratch."""
+    return sandbox_problem(settings) or scratch_problem(settings)
+
+
+def sandbox_problem(settings: Settings) -> str:
+    """Why this worker's sandbox cannot keep planners isolated ('' when it can, or when
+    MEMORACE_ALLOW_UNISOLATED=1 lets it judge without bubblewrap; see local_isolation)."""
+    if _sandbox(settings) != "local":
+        return ""  # docker: no network, its own files (judge.sandbox.docker)
+    from judge.sandbox.local_isolation import worker_refusal
+
+    return worker_refusal(settings.allow_unisolated)
+
+
+def unisolated_warning(settings: Settings) -> str:
+    """The line a worker that judges unisolated (development mode) logs at start."""
+    if _sandbox(settings) != "local":
+        return ""
+    from judge.sandbox.local_isolation import bwrap_problem
+
+    if not (why := bwrap_problem()):
+        return ""
+    return (
+        f"worker judges with the local sandbox UNISOLATED (MEMORACE_ALLOW_UNISOLATED=1, "
+        f"development only): {why}; planners have no network but can read every "
+        "world-readable file; never run a contest like this"
+    )
 
 
 def scratch_problem(settings: Settings) -> str:
@@ -42,3 +78,17 @@ def _sandbox(settings: Settings) -> str:
     from judge.sandbox import default_sandbox_name
 
     return default_sandbox_name()
+
+
+def main() -> int:
+    from api.settings import get_settings
+
+    settings = get_settings()
+    if why := refusal(settings):
+        print(f"the worker refuses to start: {why}", file=sys.stderr)
+        return 3
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

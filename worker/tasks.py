@@ -51,11 +51,13 @@ def _json_logs(logger: logging.Logger, **_: object) -> None:
 def _check_scratch(**_: object) -> None:
     """Refuse to start (exit status 3, one log line saying why) rather than judge every
     submission wrongly: see worker.startup."""
-    from worker.startup import scratch_problem
+    from worker.startup import refusal, unisolated_warning
 
-    if why := scratch_problem(settings):
+    if why := refusal(settings):
         log.critical("worker refuses to start: %s", why)
         raise SystemExit(3)
+    if warning := unisolated_warning(settings):
+        log.warning(warning)
 
 
 @worker_ready.connect

@@ -2,8 +2,8 @@
 inside bubblewrap namespaces where bubblewrap is installed.
 
 It is weaker than `docker` (no cgroup memory accounting, no CPU quota) and
-says so. Without bubblewrap it is weaker still: the planner shares the
-network and sees every file that is readable by its user.
+says so. Without bubblewrap it is weaker still: the planner sees every file that
+is readable by its user (local_isolation says when a worker may judge so).
 
 Every case starts from the state right after the build: the working folder is
 copied after the build to a place the planner never sees (outside its
@@ -11,6 +11,10 @@ namespaces, in a folder only root may enter) and restored from there before
 each case; /tmp (also HOME and TMPDIR) and /out start empty, and each run gets
 fresh namespaces (IPC, /dev/shm). Without bubblewrap only the working folder,
 /tmp and /out are reset: what a planner writes elsewhere may survive.
+
+Without bubblewrap a root judge gives each planner a network namespace of its own
+(no network at all) and a worker judges so only with MEMORACE_ALLOW_UNISOLATED=1
+(local_isolation: a worker refuses to start otherwise).
 
 Disk: /tmp is a tmpfs of TMP_BYTES (bubblewrap >= 0.8); /work, /out (and /tmp on an
 older bubblewrap or none) are host folders, watched while the planner runs: past
@@ -35,7 +39,6 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
-from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -51,54 +54,39 @@ from judge.sandbox.local_fs import (
     remove_tree,
     usage,
 )
-from judge.sandbox.local_toolchain import host_toolchain
-from judge.sandbox.local_uids import (
-    PROBE_UID,
-    drop_privileges,
-    kill_user_processes,
-    lease_uid,
-    session_uids,
+from judge.sandbox.local_isolation import (
+    SYSTEM_VIEW,
+    bwrap_problem,
+    bwrap_sized_tmpfs,
+    bwrap_works,
+    own_network,
 )
+from judge.sandbox.local_toolchain import host_toolchain
+from judge.sandbox.local_uids import drop_privileges, kill_user_processes, lease_uid, session_uids
 
 log = logging.getLogger("memorace.sandbox")
 TMP_BYTES = OUTPUT_LIMIT_BYTES  # the /tmp tmpfs, as in the docker sandbox
 WATCH_S = 0.05  # how often the disk use of a running planner is looked at
 SYSTEM_PATH = "/usr/bin:/bin"  # system tools only: never the judge's own interpreters
-# What a planner sees of the host under bubblewrap: Debian's merged /usr, read-only.
-SYSTEM_VIEW = (
-    "--unshare-all",
-    "--ro-bind", "/usr", "/usr",
-    "--ro-bind", "/etc/alternatives", "/etc/alternatives",
-    "--symlink", "usr/bin", "/bin",
-    "--symlink", "usr/lib", "/lib",
-    "--symlink", "usr/lib64", "/lib64",
-    "--symlink", "usr/sbin", "/sbin",
-)  # fmt: skip
 MEMORY_HINTS = ("MemoryError", "std::bad_alloc", "Cannot allocate memory", "out of memory")
 
 
-@cache
-def bwrap_works() -> bool:
-    """Whether bubblewrap is installed and can make namespaces here."""
-    if not shutil.which("bwrap"):
-        return False
-    return _probe()
-
-
-@cache
-def bwrap_sized_tmpfs() -> bool:
-    """Whether this bubblewrap makes size-capped tmpfs mounts (--size, from 0.8)."""
-    return bwrap_works() and _probe("--size", "65536", "--tmpfs", "/tmp")
-
-
-def _probe(*options: str) -> bool:
-    probe = subprocess.run(
-        ["bwrap", *SYSTEM_VIEW, *options, "/bin/true"],
-        capture_output=True,
-        preexec_fn=lambda: drop_privileges(PROBE_UID),
-        check=False,
-    )
-    return probe.returncode == 0
+def _warn_unisolated(why: str) -> None:
+    """Once per session (one judging): loud in every judging's log."""
+    if os.geteuid() == 0:
+        log.warning(
+            "local sandbox UNISOLATED (development only, MEMORACE_ALLOW_UNISOLATED=1): %s; "
+            "planners have no network (a namespace of their own) but can read every "
+            "world-readable file and reach world-writable Unix sockets",
+            why,
+        )
+    else:  # the offline judge of a contestant's own planner (a worker refuses this)
+        log.warning(
+            "local sandbox WITHOUT isolation (%s, not root): the planner shares the network "
+            "and can read every file of this user; install bubblewrap or use the docker "
+            "sandbox",
+            why,
+        )
 
 
 class LocalSandbox:
@@ -113,11 +101,8 @@ class LocalSandbox:
         limits: Limits,
         gpu_slot: int | None = None,
     ) -> Iterator[LocalSession]:
-        if not bwrap_works():
-            log.warning(
-                "local sandbox WITHOUT bubblewrap: planners share the network and can read "
-                "every world-readable file; install bubblewrap or use the docker sandbox",
-            )
+        if why := bwrap_problem():
+            _warn_unisolated(why)
         with lease_uid() as uid:
             scratch = Path(tempfile.mkdtemp(prefix="memorace-local-"))
             try:
@@ -151,6 +136,8 @@ class LocalSession:
         for d in (self.work, self.out_dir, self.tmp):
             private(d, uid)
         self.namespaced = bwrap_works()
+        # Without bubblewrap a root judge still takes the network away (non-root cannot).
+        self.own_network = not self.namespaced and os.geteuid() == 0
         self.tmpfs = bwrap_sized_tmpfs()  # else /tmp is a watched host folder
         self.base = usage([self.work])  # what the submission itself holds
 
@@ -214,16 +201,19 @@ class LocalSession:
         log_fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)  # not others'
         with open(log_fd, "wb") as log_file:
             start = time.monotonic()
-            proc = subprocess.Popen(
-                argv,
-                cwd=self.work,
-                env=env,
-                stdin=subprocess.DEVNULL,
-                stdout=log_file,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-                preexec_fn=lambda: _limit(self.limits, cpu_s, self.uid),
-            )
+            try:
+                proc = subprocess.Popen(
+                    argv,
+                    cwd=self.work,
+                    env=env,
+                    stdin=subprocess.DEVNULL,
+                    stdout=log_file,
+                    stderr=subprocess.STDOUT,
+                    start_new_session=True,
+                    preexec_fn=lambda: _limit(self.limits, cpu_s, self.uid, self.own_network),
+                )
+            except subprocess.SubprocessError as exc:  # e.g. no network namespace: never run
+                raise SandboxError(f"the planner cannot be started isolated: {exc}") from None
             timed_out, over = self._watch(proc, start + wall_s)
             _kill_group(proc)
             kill_user_processes(self.uid)  # anything that left the process group
@@ -340,8 +330,11 @@ def _exit_waiter(proc: subprocess.Popen[bytes]) -> Iterator[Callable[[float], bo
         os.close(fd)
 
 
-def _limit(limits: Limits, cpu_s: float, uid: int) -> None:
-    """In the child, before exec: rlimits, then an unprivileged user."""
+def _limit(limits: Limits, cpu_s: float, uid: int, no_network: bool) -> None:
+    """In the child, before exec: its own network namespace (as root, when bubblewrap
+    makes none), rlimits, then an unprivileged user."""
+    if no_network:
+        own_network()
     cpu = int(cpu_s) + 1
     memory = limits.memory_limit_mb * 2**20
     resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
