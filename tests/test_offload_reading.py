@@ -244,3 +244,22 @@ def test_compressed_size_equal_to_size_holds_every_byte_from_its_copy_in():
     result = verify(*read(FULL_CASE, full_plan(32)))
     assert result.verdict == Verdict.OK
     assert Fraction(result.makespan) == Fraction(float(ref.makespan(FULL_CASE, full_plan(32))))
+
+
+def test_a_compressed_copy_in_is_a_recompute_source_only_once_decoded():
+    """Even with k = size, the bytes are compressed until the decode: a recompute before
+    the step the source is decoded before finds no source held in full."""
+    case = copy.deepcopy(FULL_CASE)
+    case["tensors"].append({"id": "r", "size": 8, "alignment": 8, "uses": [0, 3], "writes": [0],
+                            "recompute": {"cost": 1, "from": ["k"]}})  # fmt: skip
+    plan = full_plan(32)
+    plan["tensors"].append({"id": "r", "residencies": [
+        {"offset": 40, "uses": 1, "out": "drop"},
+        {"offset": 40, "uses": 1, "in": "recompute", "recompute_before": 3}]})  # fmt: skip
+    result = verify(*read(case, plan))
+    assert (
+        "residency 2 of r is recomputed before step 3 from k, but no residency of k holds all its bytes both after step 2 and during step 3"
+        in result.message
+    )
+    plan["tensors"][0]["residencies"][1]["decode_before"] = 2
+    assert verify(*read(case, plan)).verdict == Verdict.OK
