@@ -21,6 +21,7 @@ import argparse
 import json
 import math
 import random
+import statistics
 import sys
 import tempfile
 import threading
@@ -104,8 +105,22 @@ def mutual_information(pairs: list[tuple[int, int]]) -> tuple[float, float]:
         return -sum(c / n * math.log2(c / n) for c in counts.values())
 
     plug_in = entropy(sent) + entropy(got) - entropy(joint)
-    bias = (len(sent) + len(got) - len(joint) - 1) / (2 * n * math.log(2))
-    return plug_in, max(0.0, plug_in - bias)
+    # Each entropy's plug-in estimate is low by (K - 1) / 2n nats (Miller-Madow).
+    correction = (len(sent) + len(got) - len(joint) - 1) / (2 * n * math.log(2))
+    return plug_in, max(0.0, plug_in + correction)
+
+
+def linear_capacity(gaps: list[tuple[int, float]]) -> tuple[float, float, float]:
+    """(slope in seconds seen per second slept, residual spread in s, bits): the capacity
+    of the channel as a linear one with Gaussian noise, 0.5 log2(1 + signal / noise),
+    which does not depend on the attacker's choice of steps or decoder."""
+    slept = [s * STEP_S for s, _ in gaps]
+    seen = [g for _, g in gaps]
+    fit = statistics.linear_regression(slept, seen)
+    residual = [g - (fit.slope * x + fit.intercept) for x, g in zip(slept, seen, strict=True)]
+    noise = statistics.pvariance(residual) or 1e-12
+    signal = fit.slope**2 * statistics.pvariance(slept)
+    return fit.slope, math.sqrt(noise), 0.5 * math.log2(1 + signal / noise)
 
 
 def decode(gaps: list[tuple[int, float]], levels: int) -> list[tuple[int, int]]:
@@ -130,11 +145,13 @@ def run_mode(service: Service, token: str, mode: str, trials: int, levels: int) 
         gaps.append((symbol, observed_gap(service, token, sub["id"])))
     pairs = decode(gaps, levels)
     plug_in, corrected = mutual_information(pairs)
+    slope, noise, bits = linear_capacity(gaps)
     spread = [g for _, g in gaps]
     correct = sum(a == b for a, b in pairs)
     print(f"{mode:8} {trials} submissions, {levels} symbols ({math.log2(levels):.0f} bits sent): "
           f"gap {min(spread):.2f}-{max(spread):.2f} s, decoded right {correct}/{trials}, "
-          f"I = {plug_in:.2f} bits plug-in, {corrected:.2f} corrected",
+          f"I = {plug_in:.2f} bits plug-in, {corrected:.2f} corrected; slope {slope:.3f} s/s, "
+          f"noise {noise:.3f} s, linear capacity {bits:.2f} bits per submission",
           flush=True)  # fmt: skip
 
 

@@ -91,6 +91,28 @@ def leaderboard_cmd(
         out.print("no submissions yet")
 
 
+@app.command("final", rich_help_panel=SERVER)
+def final_cmd(
+    slug: Annotated[str, typer.Argument(help="problem slug")],
+    picks: Annotated[list[int] | None, typer.Argument(help="submission ids to pick")] = None,
+    clear: Annotated[bool, typer.Option("--clear", help="drop the picks")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="one JSON object")] = False,
+) -> None:
+    """Show or choose the submissions of your team that the final judging takes."""
+    with _server() as client, _server_errors():
+        view = client.final_picks(slug, [] if clear else (picks or None))
+    if as_json:
+        out.print_json(json.dumps(view))
+        return
+    ids = ", ".join(f"#{i}" for i in view.get("judged_at_the_end", [])) or "none yet"
+    how = "your picks" if view.get("picked") else "your best public submission"
+    out.print(f"{slug}: the final judging takes {ids} ({how}; up to "
+              f"{view.get('picks_allowed')} picks{', now fixed' if view.get('locked') else ''})",
+              markup=False, highlight=False)  # fmt: skip
+    if view.get("hidden_judging") != "final":
+        out.print("this contest judges hidden cases with every submission", markup=False)
+
+
 def _server() -> Client:
     try:
         return Client.from_config()

@@ -86,6 +86,13 @@ class Client:
     def submission(self, sub_id: int) -> dict[str, Any]:
         return self._json("GET", f"/submissions/{sub_id}")
 
+    def final_picks(self, slug: str, picks: list[int] | None = None) -> dict[str, Any]:
+        """The team's picks for the final judging of `slug`; `picks` replaces them."""
+        path = f"/problems/{slug}/final"
+        if picks is None:
+            return self._json("GET", path)
+        return self._json("PUT", path, json={"submissions": picks})
+
     def leaderboard(self, slug: str) -> dict[str, Any]:
         return self._json("GET", f"/leaderboard/{slug}")
 

@@ -9,12 +9,15 @@ that when a judging ends tells nothing of how long its hidden cases took.
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
 from pathlib import Path
 
 import pytest
 
 from benchmarks.hidden_channel import SLUG, backend, observed_gap, planner, write_package
-from tests.service import Service, start_service
+from tests.service import VENV_BIN, Service, start_service
 from worker.pacing import budget_s
 
 SCORE = 66.666667  # every case: bound 16 bytes, the planner's peak 24
@@ -40,6 +43,15 @@ def submit(service: Service, token: str, symbol: int, nonce: int) -> int:
     return sub_id
 
 
+def memorace(service: Service, token: str, *args: str) -> str:
+    env = {**os.environ, "MEMORACE_URL": service.url, "MEMORACE_TOKEN": token,
+           "COLUMNS": "200"}  # fmt: skip
+    done = subprocess.run([str(VENV_BIN / "memorace"), *args], env=env, capture_output=True,
+                          text=True, timeout=60, check=False)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
 def test_final_mode(service: Service) -> None:
     contest = {"hidden_judging": "final", "final_picks": 2}
     assert service.api("PUT", "/api/v1/admin/contest", json=contest).status_code == 200
@@ -63,6 +75,10 @@ def test_final_mode(service: Service) -> None:
     reply = service.api("PUT", f"/api/v1/problems/{SLUG}/final", red, json={"submissions": [b]})
     assert reply.status_code == 200 and reply.json()["judged_at_the_end"] == [b], reply.text
     assert service.api("POST", "/api/v1/admin/final-judging", red, json={}).status_code == 403
+
+    shown = memorace(service, red, "final", SLUG)
+    assert f"takes #{b} (your picks; up to 2 picks)" in shown, shown
+    assert json.loads(memorace(service, red, "final", SLUG, str(b), "--json"))["picked"] == [b]
 
     started = service.api("POST", "/api/v1/admin/final-judging", json={"problem": SLUG})
     assert started.status_code == 202 and started.json()["count"] == 2, started.text

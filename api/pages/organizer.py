@@ -14,7 +14,7 @@ from fastapi.responses import Response
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from api import admin, audit, auth, imports, problems, queue
+from api import admin, audit, auth, finals, imports, problems, queue
 from api import baselines as reference
 from api.audit import record
 from api.db.models import Submission, Team, User
@@ -92,6 +92,8 @@ def admin_contest(
     hidden_revealed: Annotated[str, Form()] = "",
     hidden_detail: Annotated[str, Form()] = "",
     baselines: Annotated[str, Form()] = "",
+    hidden_judging: Annotated[str, Form()] = "",
+    final_picks: Annotated[str, Form()] = "",
 ) -> Response:
     def act() -> str:
         changes = {
@@ -105,11 +107,36 @@ def admin_contest(
             changes["hidden_detail"] = hidden_detail
         if baselines:  # "shown" | "hidden"; likewise
             changes["baselines"] = baselines_switch(baselines)
+        if hidden_judging:  # likewise
+            changes["hidden_judging"] = hidden_judging
+        if final_picks:
+            changes["final_picks"] = _whole(final_picks, "final_picks")
         admin.update_contest(db, user, changes)
         return "contest settings saved"
 
     answer = _act(request, db, "/admin", act, partial(_admin_home, request, db, user))
     reference.catch_up(request.app.state.settings)  # the reveal, the switch: judgings
+    return answer
+
+
+def _whole(value: str, name: str) -> int:
+    try:
+        return int(value)
+    except ValueError:
+        raise ServiceError(f"{name} is a whole number", 422) from None
+
+
+@router.post("/admin/final-judging")
+def admin_final_judging(request: Request, user: Admin, db: DB) -> Response:
+    """The form's button: the final judging of every problem (api.finals)."""
+    queued: list[int] = []
+
+    def act() -> str:
+        queued.extend(finals.start(db, user, None))
+        return f"final judging started: {len(queued)} judgings queued"
+
+    answer = _act(request, db, "/admin", act, partial(_admin_home, request, db, user))
+    admin.send_rejudges(queued)  # committed by _act; the reaper re-sends what fails here
     return answer
 
 
