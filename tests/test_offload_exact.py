@@ -3,7 +3,7 @@ integers in units of 1/lcm(bandwidths) µs, and that unit passes int64 for ordin
 bandwidths (250007, 250013, 70001, 40009): nothing may take a fixed-width shortcut
 then. The fuzz test scales random valid plans to the documented ranges (sizes up to
 2^48, every other number up to 2^62, bandwidths included) and checks the makespan
-against the slow Fraction reference (tests/offload_reference.py).
+against the slow Fraction reference (tests/offload_reference.py), and draws its timeline.
 OFFLOAD_EXACT_EXAMPLES sets the number of examples (default 150)."""
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from typer.testing import CliRunner
 
 from judge.cli import app
 from judge.types.offload import OFFLOAD
-from judge.types.offload.bound import exact_lower_bound
+from judge.types.offload.bound import exact_lower_bound, lower_bound
 from judge.types.offload.case import parse_case
 from judge.types.offload.plan import parse_plan
 from judge.types.offload.verifier import simulate, verify
@@ -124,6 +124,8 @@ def _bytes(raw: dict[str, Any], plan: dict[str, Any], scale: int) -> None:
     for entry in plan["tensors"]:
         for res in entry["residencies"]:
             res["offset"] *= scale
+            if "priority" in res:  # the same order, up to 2^62
+                res["priority"] *= TOP // 3
 
 
 @st.composite
@@ -154,6 +156,8 @@ def test_documented_ranges_are_judged_exactly(pair):
     assert result.verdict == Verdict.OK, result.message
     expected = ref.makespan(case_raw, plan_raw)
     assert Fraction(result.makespan) == Fraction(float(expected))
-    timing = simulate(case, parse_plan(plan_raw, "plan.json", case))
+    plan = parse_plan(plan_raw, "plan.json", case)
+    timing = simulate(case, plan)
     assert Fraction(timing.end, timing.unit) == expected  # exact, not only as a float
     assert exact_lower_bound(case) <= expected
+    assert OFFLOAD.picture(case, plan, lower_bound(case)).startswith("<svg")
