@@ -1,4 +1,5 @@
-"""The audit log: every admin action, who did it and what it changed."""
+"""The audit log: every admin action, who did it and what it changed; and events that
+come in floods (failed logins), tallied: one entry per source, its counts raised."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from api.db.models import AuditEntry, User
+from api.db.models import AuditEntry, User, utcnow
 
 
 def record(
@@ -18,6 +19,30 @@ def record(
             actor_id=actor.id if actor else None, action=action, target=target, detail=detail or {}
         )
     )
+
+
+def tally(db: Session, action: str, target: str, counts: dict[str, int], new: bool) -> None:
+    """Add `counts` to the newest `action` entry of `target`, or start one (`new`, or none
+    yet): a flood of events is one entry with its counts, never one entry each. The
+    caller serializes the calls for one target (it updated a row of its own first in
+    this transaction: a lock held to its commit, on either database)."""
+    now = utcnow().isoformat()
+    entry = None
+    if not new:
+        entry = db.scalar(
+            select(AuditEntry)
+            .where(AuditEntry.action == action, AuditEntry.target == target)
+            .order_by(AuditEntry.id.desc())
+            .limit(1)
+        )
+    if entry is None:
+        detail: dict[str, Any] = {**counts, "first_at": now, "last_at": now}
+        db.add(AuditEntry(actor_id=None, action=action, target=target, detail=detail))
+        return
+    detail = dict(entry.detail or {})
+    for key, add in counts.items():
+        detail[key] = int(detail.get(key) or 0) + add
+    entry.detail = {**detail, "last_at": now}  # a new dict: the JSON column sees the change
 
 
 def entries(db: Session, limit: int = 200) -> list[dict[str, Any]]:

@@ -8,6 +8,13 @@ can slow an account's password login, never end it; API tokens and running sessi
 not affected. Counting happens before the hash, in one atomic statement, so parallel
 guesses cannot overtake the lock. A success clears the account's count.
 
+The audit log gets each lock of an account that exists and of an address
+(`login_locked`), and one `login_failed` entry per client address and window that
+counts its failed logins (`count`, of them `unknown_names`: names no account has).
+A name nobody has is never written as a target: a flood of invented names is one
+entry. A known and an unknown name run the same statements and the same hash, so
+neither the answer nor its time says which names exist.
+
 Each API process runs at most `login_hashes` password hashes at once, on as many
 threads of its own; the others wait (without holding a thread) up to
 `login_hash_wait_s`, then get 503: a login flood costs bounded memory and leaves the
@@ -30,7 +37,7 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Session
 
-from api.audit import record
+from api.audit import record, tally
 from api.auth import start_session, user_named, verify_password
 from api.db.models import LoginThrottle, User, aware, utcnow
 from api.db.session import session_scope
@@ -197,9 +204,21 @@ def _finish(
     with session_scope(settings.database_url) as db:
         if ok and begun.user_id is not None:
             return _succeed(db, settings, keys, begun.user_id, renewed)
-        for key in keys:
-            _fail(db, settings, key, begun.counts[key.key], address)
+        unknown = begun.user_id is None
+        for key in keys:  # an invented name's lock is no one's: the tally counts it
+            audited = not (unknown and key is keys[0])
+            _fail(db, settings, key, begun.counts[key.key], address, audited)
+        _tally(db, settings, address, unknown)
         return Result()
+
+
+def _tally(db: Session, settings: Settings, address: str, unknown: bool) -> None:
+    """Count this failure in the address's `login_failed` entry: a new entry when the
+    address's earlier failures are forgotten (login_window_s). The counter's upsert
+    comes first: its row lock (to the commit) serializes the entry's update."""
+    count, _ = _count(db, f"failed:{address}"[:KEY_LENGTH], settings.login_window_s)
+    counts = {"count": 1, "unknown_names": int(unknown)}
+    tally(db, "login_failed", f"address {address}"[:KEY_LENGTH], counts, new=count == 1)
 
 
 def _succeed(
@@ -226,8 +245,11 @@ def _succeed(
     return Result(user_id=user_id, session_id=start_session(db, user, settings.session_ttl_s))
 
 
-def _fail(db: Session, settings: Settings, key: Key, count: int, address: str) -> None:
-    """Failure number `count` of `key`: back off, or lock (and say so in the audit log)."""
+def _fail(
+    db: Session, settings: Settings, key: Key, count: int, address: str, audited: bool
+) -> None:
+    """Failure number `count` of `key`: back off, or lock (and, `audited`, say so in the
+    audit log)."""
     if count <= key.free:
         return
     now = utcnow()
@@ -247,7 +269,7 @@ def _fail(db: Session, settings: Settings, key: Key, count: int, address: str) -
         )
         .values(**values)
     ).rowcount  # type: ignore[attr-defined]
-    if locks and changed:
+    if locks and changed and audited:
         record(
             db,
             None,
