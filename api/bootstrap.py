@@ -1,24 +1,41 @@
 """Set up a service: schema, the shipped problems, an organizer account and token.
 
 python -m api.bootstrap [--admin NAME] [--problems DIR ...] [--token-file PATH] [--new-token]
+                        [--hidden-seed-file PATH]
+
+Without --problems: the shipped problems, each with hidden cases made from this
+installation's secret seed (api/shipped.py; MEMORACE_HIDDEN_SEED or --hidden-seed-file
+give one, else the kept or a new random one).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 from pathlib import Path
 
 from sqlalchemy import select
 
-from api import admin, baselines, problems
+from api import admin, baselines, problems, shipped
 from api.auth import new_token, token_hash
 from api.db.models import ApiToken, User, aware, utcnow
 from api.db.session import migrate, session_scope
-from api.settings import ROOT, Settings, get_settings
+from api.settings import Settings, get_settings
 
 
-def shipped_problems() -> list[Path]:
-    return sorted(p.parent for p in (ROOT / "problems").glob("*/problem.toml"))
+def shipped_problems(settings: Settings, seed_file: Path | None = None) -> list[Path]:
+    """The shipped problems' packages with this installation's hidden cases (made from
+    the seed given in `seed_file`, else MEMORACE_HIDDEN_SEED, else the kept one)."""
+    given = os.environ.get(shipped.SEED_ENV) or None
+    if seed_file is not None:
+        try:
+            given = seed_file.read_text()
+        except (OSError, UnicodeDecodeError) as exc:
+            raise SystemExit(f"cannot read {seed_file}: {exc.__class__.__name__}") from None
+    kept = shipped.ensure_seed(settings, given)
+    packages = shipped.materialize(settings, kept)
+    print(f"hidden cases of the shipped problems: made from the secret seed in {kept}")
+    return packages
 
 
 def bootstrap(
@@ -80,11 +97,20 @@ def main() -> None:
     parser.add_argument(
         "--new-token", action="store_true", help="issue a new token for an existing organizer"
     )
+    parser.add_argument(
+        "--hidden-seed-file",
+        type=Path,
+        default=None,
+        help="the shipped problems' hidden cases from the seed in this file (hex, 128-512 bits)",
+    )
     args = parser.parse_args()
     settings = get_settings()
-    token = bootstrap(
-        settings, args.admin, args.problems if args.problems is not None else shipped_problems()
-    )
+    if args.problems is None:
+        settings.ensure_dirs()
+        packages = shipped_problems(settings, args.hidden_seed_file)
+    else:
+        packages = args.problems
+    token = bootstrap(settings, args.admin, packages)
     kept = f" (kept in {args.token_file})" if args.token_file else ""
     if not token and args.new_token:
         token = fresh_token(settings, args.admin)

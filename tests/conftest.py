@@ -66,6 +66,35 @@ def compiled(source: Path, defines: tuple[str, ...] = ()) -> Path:
     return build(source, out, defines)
 
 
+# The shipped problems' hidden splits are made per installation from a secret seed
+# (api/shipped.py); the tests make theirs from this fixed one.
+TEST_HIDDEN_SEED = "7e57" * 16
+
+
+@functools.cache
+def _shipped_packages() -> Path:
+    from api.shipped import run_generators
+
+    out = Path(tempfile.mkdtemp(prefix="memorace-test-problems-"))
+    atexit.register(_remove_quietly, out)
+    seed = out / "hidden-seed"
+    seed.write_text(TEST_HIDDEN_SEED + "\n")
+    run_generators(seed, out)
+    return out
+
+
+def shipped(slug: str) -> Path:
+    """A shipped problem's complete package: the repository's public split and a hidden
+    split made from TEST_HIDDEN_SEED, once per test run (a few seconds)."""
+    return _shipped_packages() / slug
+
+
+@pytest.fixture(scope="session")
+def shipped_packages() -> Path:
+    """The folder of every shipped problem's complete package (see shipped)."""
+    return _shipped_packages()
+
+
 @functools.cache
 def judged_locally(slug: str, planner: str):  # -> judge.pipeline.JudgeReport
     """A reference planner judged on every case of a shipped problem (local sandbox),
@@ -74,7 +103,7 @@ def judged_locally(slug: str, planner: str):  # -> judge.pipeline.JudgeReport
     from judge.package import load_problem
     from judge.pipeline import judge_planner
 
-    problem = load_problem(ROOT / "problems" / slug)
+    problem = load_problem(shipped(slug))
     return judge_planner(problem, ROOT / "reference_solutions" / planner)
 
 

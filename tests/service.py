@@ -24,7 +24,7 @@ from typing import Any
 
 import httpx
 
-from tests.conftest import ROOT, shared_build_cache
+from tests.conftest import ROOT, shared_build_cache, shipped
 
 # Another server with MEMORACE_TEST_POSTGRES (a load run beside other work on a shared one).
 PG_ADMIN_URL = os.environ.get(
@@ -339,7 +339,7 @@ def small_package(
     """A small problem made from the smallest cases of a shipped package (the project's
     own generated data), so that a judging takes seconds. `time_limit_s`: the anytime
     strong reference searches for 0.8 of it on every case, whatever the case's size."""
-    origin = ROOT / "problems" / source
+    origin = shipped(source)  # public and the tests' hidden cases (tests/conftest.py)
     meta = tomllib.loads((origin / "problem.toml").read_text())
     suffix = ".json" if meta["type"] == "offload" else ".csv"
 

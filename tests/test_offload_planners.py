@@ -30,7 +30,7 @@ from judge.pipeline import JudgeReport, judge_planner
 from judge.types import get_type
 from judge.types.offload.case import parse_case
 from judge.verdict import Verdict
-from tests.conftest import ROOT
+from tests.conftest import ROOT, shipped
 
 PLANNERS = ROOT / "reference_solutions"
 SLUG = "train-offload"
@@ -55,7 +55,7 @@ def v1_package() -> Path:
 def judged(planner: str, v1: bool = False) -> JudgeReport:
     """One judging per planner and package for the whole module (the strong one takes a
     minute); v1: train-offload version 1, else the shipped package."""
-    problem = load_problem(v1_package() if v1 else ROOT / "problems" / SLUG)
+    problem = load_problem(v1_package() if v1 else shipped(SLUG))
     limit = STRONG_LIMIT_S if planner == STRONG else None
     return judge_planner(problem, PLANNERS / planner, time_limit_s=limit)
 

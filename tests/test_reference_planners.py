@@ -18,7 +18,7 @@ from judge.types import get_type
 from judge.verdict import Verdict
 from judge.verifier import check_plan
 from scripts.offset_cases import generate, write_cases
-from tests.conftest import ROOT, compiled, judged_locally, shared_data
+from tests.conftest import ROOT, compiled, judged_locally, shared_data, shipped
 
 PLANNERS = ROOT / "reference_solutions"
 SHIPPED = sorted(  # the `offset` problems; offload planners have tests/test_offload_planners.py
@@ -50,13 +50,16 @@ def test_simple_planners_are_valid_on_every_shipped_case(slug, planner):
 
 @pytest.mark.parametrize("slug", SHIPPED)
 def test_shipped_cases_discriminate_greedy_by_size(slug):
-    """On every shipped case greedy by size ends at least 3 % above the lower bound
-    (`pytest -s -k discriminate` prints each case's figure)."""
+    """On every public case greedy by size ends at least 3 % above the lower bound
+    (`pytest -s -k discriminate` prints each case's figure). The hidden cases are each
+    installation's own (seeded variations, problems/_lib/hidden.py): not searched for it."""
     report = judged(slug, "greedy_size.cpp")
     for r in report.results:
         print(f"{slug} {r.case}: greedy by size / lower bound = {r.peak / r.lower_bound:.4f}")
     easy = [
-        (r.case, r.peak / r.lower_bound) for r in report.results if r.peak < 1.03 * r.lower_bound
+        (r.case, r.peak / r.lower_bound)
+        for r in report.results
+        if r.split == "public" and r.peak < 1.03 * r.lower_bound
     ]
     assert not easy
 
@@ -69,7 +72,8 @@ def strong_mixed(tmp_path_factory) -> tuple[Problem, JudgeReport]:
     """Strong judged once (one build: about 15 s of CPU) at STRONG_LIMIT_S on a mixed set:
     one generated MiniMalloc-like case (capacity = lower bound), the G_1 real trace
     (capacity 2^50), the smallest public case of each shipped `offset` problem and the
-    largest shipped trace (llama-infer h07: 113k buffers, thousands live at once). Strong
+    largest shipped trace (gpt2-train's or llama-infer's largest: about 100k buffers; the
+    hidden cases are the test seed's, tests/conftest.shipped). Strong
     runs until 80 % of the limit on every case not at its lower bound, so each case costs
     about 3 s."""
     generated = write_cases(tmp_path_factory.mktemp("gen"), 1, seed=7)[0]
@@ -77,13 +81,13 @@ def strong_mixed(tmp_path_factory) -> tuple[Problem, JudgeReport]:
         CaseSpec("generated", "public", 1 << 20, 1.0, generated),
         CaseSpec("G_1", "public", 1 << 50, 1.0, shared_data("idealloc", "G_1.csv")),
     ]
-    shipped = []
+    every = []
     for slug in SHIPPED:
-        full = load_problem(ROOT / "problems" / slug)
+        full = load_problem(shipped(slug))
         named = [dataclasses.replace(c, name=f"{slug}/{c.name}") for c in full.cases]
-        shipped += named
+        every += named
         cases.append(min(named, key=lambda c: (c.split != "public", c.path.stat().st_size)))
-    cases.append(max(shipped, key=lambda c: c.path.stat().st_size))
+    cases.append(max(every, key=lambda c: c.path.stat().st_size))
     base = load_problem(ROOT / "problems" / SHIPPED[0])
     problem = dataclasses.replace(base, slug="strong-mixed", cases=cases)
     report = judge_planner(problem, PLANNERS / "strong_search.cpp", time_limit_s=STRONG_LIMIT_S)

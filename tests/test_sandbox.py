@@ -23,14 +23,14 @@ from judge.pipeline import judge_planner
 from judge.sandbox.docker import IMAGE, engine_available
 from judge.sandbox.local import bwrap_works, session_uids
 from judge.verdict import Verdict
-from tests.conftest import IN_CI, ROOT, judged_locally
+from tests.conftest import IN_CI, ROOT, judged_locally, shipped
 from tests.test_package import make_package
 
 GOOD_PLAN = (
     "open(os.path.join(os.environ['MEMORACE_OUT_DIR'], 'plan.csv'), 'w')"
     ".write('id,offset\\na,0\\nb,8\\n')"
 )
-HIDDEN = sorted((ROOT / "problems").glob("*/data/hidden/*.csv"))[0]
+HIDDEN = shipped("gpt2-train") / "data" / "hidden" / "h01.csv"  # the tests' hidden cases
 
 
 def docker_ready() -> str:
@@ -290,7 +290,7 @@ def test_container_spec_locks_the_planner_down(tmp_path):
 def test_reference_planners_through_docker_match_the_local_judge(sandbox):
     """Deterministic planners give identical verdicts, peaks and scores in both sandboxes
     (the plan is verified outside either); the anytime strong planner is valid in docker."""
-    problem = load_problem(ROOT / "problems" / "gpt2-train")
+    problem = load_problem(shipped("gpt2-train"))
     for name in ("naive.py", "greedy_size.cpp", "best_fit.cpp"):
         source = ROOT / "reference_solutions" / name
         docker = judge_planner(problem, source, split="public", sandbox=sandbox)

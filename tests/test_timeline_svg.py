@@ -242,7 +242,9 @@ def greedy_plan(problem, lc, tmp: Path):
 
 
 def test_largest_shipped_case_renders_small_and_fast(tmp_path):
-    problem = load_problem(ROOT / "problems" / "train-offload")
+    from tests.conftest import shipped
+
+    problem = load_problem(shipped("train-offload"))  # with the tests' hidden cases
     loaded = load_cases(problem)
     lc = max(loaded, key=lambda c: len(c.case.uses))
     assert len(lc.case.uses) >= 2_000

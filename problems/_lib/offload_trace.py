@@ -21,7 +21,9 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 ALIGNMENT = 512  # the CUDA caching allocator's granularity
 MIB = 2**20
@@ -55,6 +57,33 @@ PCIE4 = Link("PCIe 4.0 x16 (25 GB/s effective, 10 µs per copy)", 25_000, 10)
 PCIE5 = Link("PCIe 5.0 x16 (50 GB/s effective, 10 µs per copy)", 50_000, 10)
 # A datacenter NVMe SSD (PCIe 4): 7 GB/s read, 4 GB/s write, 80 µs per request.
 NVME = {"read_bandwidth": 7_000, "write_bandwidth": 4_000, "read_latency": 80, "write_latency": 80}
+
+
+def drawn_link(draw) -> Link:
+    """A host link for a hidden case (hidden.Draw): PCIe 4.0 to 5.0 x16, effective."""
+    bandwidth, latency = draw.between(20_000, 64_000), draw.between(5, 15)
+    name = f"PCIe x16 ({bandwidth / 1000:.1f} GB/s effective, {latency} µs per copy)"
+    return Link(name, bandwidth, latency)
+
+
+def drawn_nvme(draw) -> dict:
+    """NVMe speeds for a hidden case: PCIe 3 to PCIe 5 datacenter SSDs."""
+    read = draw.between(3_000, 14_000)
+    return {
+        "read_bandwidth": read,
+        "write_bandwidth": draw.between(2_000, read),
+        "read_latency": draw.between(50, 120),
+        "write_latency": draw.between(50, 120),
+    }
+
+
+def drawn_gpu(draw) -> Gpu:
+    """Compute speeds for a hidden case: 40 to 120 % of H100 SXM5's FLOPS, 50 to 120 %
+    of its HBM bandwidth (A100-class to a faster H100-class part)."""
+    flops, hbm = draw.between(400, 1200), draw.between(500, 1200)
+    name = f"{flops / 10:.0f} % of H100 SXM5's FLOPS, {hbm / 10:.0f} % of its HBM bandwidth"
+    return Gpu(name, H100_SXM.flops_per_us * flops / 1000, H100_SXM.hbm_bytes_per_us * hbm / 1000)
+
 
 # category: (ratio, what it is) — the compressed form a plan may park the tensor in.
 CODECS = {
@@ -132,18 +161,19 @@ def write_case(
     n_steps: int,
     link: Link,
     share: float,
-    nvme: bool = False,
+    nvme: bool | dict = False,
     host_slack: float | None = None,
     below: str | None = None,
+    gpu: Gpu = H100_SXM,
 ) -> tuple[dict, dict]:
     """(case JSON, facts for the statement and the generator's log). The capacity is
     the least the case allows (each step's tensors and those kept on the device) plus
     `share` of the way to holding every tensor all the time (with `below`, a category:
     to holding all of that category's bytes, when that is less: a step's own tensors
-    may then hold at most ROOM of them), rounded up to a MiB."""
-    times = op_times(doc, H100_SXM)
+    may then hold at most ROOM of them), rounded up to a MiB. `nvme`: True for NVME's
+    speeds, or the speeds; `gpu`: the speeds steps and codecs take."""
+    times = op_times(doc, gpu)
     step_of, steps = cut_steps(times, n_steps)
-    last = len(steps) - 1
     recs = []
     for i, s in enumerate(stores(doc)):
         when = sorted({step_of[o] for o in [s.op, *s.reads, *s.writes] if o >= 0})
@@ -158,7 +188,7 @@ def write_case(
     names = {i: f"{s.category}.{i}" for i, s, *_ in recs}
     made_by = _inputs_by_op(doc, names)
     tensors = [
-        _tensor(names[i], s, when, written, start, end, scheme, made_by, times, last)
+        _tensor(names[i], s, when, written, start, end, scheme, made_by, times, gpu)
         for i, s, when, written, start, end in recs
     ]
     tensors += [
@@ -180,7 +210,7 @@ def write_case(
         "d2h_latency": link.latency,
     }
     if nvme:
-        case["nvme"] = dict(NVME)
+        case["nvme"] = dict(NVME if nvme is True else nvme)
     if host_slack is not None:
         on_host = [sum(t["size"] for t in tensors if t.get(k) == "host") for k in ("start", "end")]
         case["host_capacity"] = math.ceil(max(on_host) * host_slack / MIB) * MIB
@@ -198,7 +228,7 @@ def write_case(
     return case, facts
 
 
-def _tensor(tid, s, when, written, start, end, scheme, made_by, times, last) -> dict:
+def _tensor(tid, s, when, written, start, end, scheme, made_by, times, gpu) -> dict:
     t: dict = {"id": tid, "size": s.size, "alignment": ALIGNMENT, "uses": when}
     writes = [w for w in written if w in set(when)]
     if writes != when:
@@ -221,7 +251,7 @@ def _tensor(tid, s, when, written, start, end, scheme, made_by, times, last) -> 
     if s.category in scheme.compress and s.category in CODECS:
         ratio = CODECS[s.category][0]
         small = max(1, s.size // ratio)
-        codec = math.ceil((s.size + small) / H100_SXM.hbm_bytes_per_us) + LAUNCH_US
+        codec = math.ceil((s.size + small) / gpu.hbm_bytes_per_us) + LAUNCH_US
         t["compress"] = {"size": small, "encode": codec, "decode": codec}
     return t
 
@@ -295,10 +325,11 @@ class OffloadTraceCase:
     n_steps: int
     link: Link
     share: float  # capacity: this share of the way from the least allowed to all of it
-    nvme: bool = False
+    nvme: bool | dict = False  # True: NVME's speeds; or the speeds
     host_slack: float | None = None  # host capacity: this times the host's floor
     weight: float = 1.0
     below: str | None = None  # capacity: the share's top is at most this category's bytes
+    gpu: Gpu = H100_SXM
 
 
 def write_offload_package(
@@ -306,7 +337,7 @@ def write_offload_package(
 ) -> None:
     """data/<split>/<case>.json and problem.toml of `package` (type offload; its slug is
     the folder's name unless given)."""
-    for split in ("public", "hidden"):
+    for split in sorted({c.split for c in cases}):  # the repository's: public only
         (package / "data" / split).mkdir(parents=True, exist_ok=True)
         for old in (package / "data" / split).glob("*.json"):
             old.unlink()
@@ -316,16 +347,7 @@ def write_offload_package(
         "\n[limits]\n" + "".join(f"{k} = {v}\n" for k, v in limits.items()),
     ]
     for case in cases:
-        body, facts = write_case(
-            trace_of(case),
-            case.scheme,
-            case.n_steps,
-            case.link,
-            case.share,
-            case.nvme,
-            case.host_slack,
-            case.below,
-        )
+        body, facts = case_of(trace_of(case), case)
         path = package / "data" / case.split / f"{case.name}.json"
         path.write_text(dump(body), newline="\n")
         toml.append(
@@ -336,17 +358,71 @@ def write_offload_package(
     (package / "problem.toml").write_text("".join(toml), newline="\n")
 
 
-def generator_main(here, title: str, limits: dict, cases: list, version: int, argv: list) -> None:
-    """A generator's command line: rewrite the package from the traces in `here`/traces,
-    or with --record (the trace extra: PyTorch) record the named traces (all by default)."""
-    from torchtrace import read_trace, record, trace_path  # beside this file
+def case_of(doc: dict, case: OffloadTraceCase) -> tuple[dict, dict]:
+    """write_case with `case`'s settings."""
+    return write_case(
+        doc,
+        case.scheme,
+        case.n_steps,
+        case.link,
+        case.share,
+        case.nvme,
+        case.host_slack,
+        case.below,
+        case.gpu,
+    )
 
-    names = {a for a in argv[1:] if a != "--record"} or None
-    if "--record" in argv:
-        record(here, cases, names)
-        return
+
+@dataclass(frozen=True)
+class HiddenSplit:
+    """How a family's hidden cases are made from the seed: their weights; the base
+    trace's case with drawn settings (draw: hidden.Draw); and what a made case must
+    satisfy to belong to the family (a reason to draw again, or None)."""
+
+    weights: tuple[float, ...]
+    draw_settings: Callable[[OffloadTraceCase, Any], OffloadTraceCase]
+    refuse: Callable[[dict], str | None] = lambda body: None
+
+
+def generator_main(
+    here,
+    title: str,
+    limits: dict,
+    cases: list,
+    version: int,
+    argv: list,
+    hidden: HiddenSplit | None = None,
+) -> None:
+    """A generator's command line: rewrite the package (its public split) from the
+    traces in `here`/traces, or with --record (the trace extra: PyTorch) record the
+    named traces (all by default), or with `--hidden-seed FILE --out DIR` write the
+    package plus a hidden split made from the seed (`hidden`; every trace of `cases` is
+    in the pool)."""
+    from hidden import Reject, hidden_args, materialize, vary_trace  # beside this file
+    from torchtrace import read_trace, record, trace_path
 
     def trace_of(case: OffloadTraceCase) -> dict:
         return read_trace(trace_path(here, case))
 
-    write_offload_package(here.parent, title, limits, cases, version, trace_of)
+    if hidden is not None and (args := hidden_args(argv)) is not None:
+
+        def make(base: OffloadTraceCase, draw) -> tuple[str, str, int]:
+            doc = vary_trace(trace_of(base), draw)
+            try:
+                body, facts = case_of(doc, hidden.draw_settings(base, draw))
+            except ValueError as exc:  # the step's own tensors crowd out the weights
+                raise Reject(str(exc)) from None
+            if not facts["least"] < body["capacity"] < facts["most"]:
+                raise Reject("nothing would have to leave the device")
+            if reason := hidden.refuse(body):
+                raise Reject(reason)
+            return ".json", dump(body), body["capacity"]
+
+        materialize(here.parent, args.out, args.seed, cases, hidden.weights, make)
+        return
+    names = {a for a in argv[1:] if a != "--record"} or None
+    if "--record" in argv:
+        record(here, cases, names)
+        return
+    public = [c for c in cases if c.split == "public"]
+    write_offload_package(here.parent, title, limits, public, version, trace_of)

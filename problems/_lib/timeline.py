@@ -86,11 +86,15 @@ def capacity_for(bufs: list[Buffer]) -> int:
     return -(-(lower_bound(bufs) * 5 // 4 + 1) // MIB) * MIB
 
 
-def write_csv(path, bufs: list[Buffer]) -> None:
+def csv_text(bufs: list[Buffer]) -> str:
     rows = ["id,lower,upper,size,alignment\n"]
     rows += [f"{b.id},{b.lower},{b.upper},{b.size},{b.alignment}\n" for b in bufs]
+    return "".join(rows)
+
+
+def write_csv(path, bufs: list[Buffer]) -> None:
     with open(path, "w", newline="\n") as f:
-        f.write("".join(rows))
+        f.write(csv_text(bufs))
 
 
 def write_package(
@@ -101,7 +105,7 @@ def write_package(
     `build(case)` returns the case's buffers; `only` limits the run to some case
     names (problem.toml is then left alone).
     """
-    for split in ("public", "hidden"):
+    for split in sorted({c.split for c in cases}):  # the repository's: public only
         (package / "data" / split).mkdir(parents=True, exist_ok=True)
         if only is None:  # stale files from an older case list must not survive
             for old in (package / "data" / split).glob("*.csv"):

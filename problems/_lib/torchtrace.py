@@ -15,7 +15,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from timeline import Buffer
+from hidden import Draw, hidden_args, materialize, vary_trace
+from timeline import Buffer, capacity_for, csv_text, write_package
 
 FORMAT = "memorace-torch-trace"
 ALIGNMENT = 512  # the CUDA caching allocator's granularity
@@ -69,3 +70,39 @@ def record(generator: Path, cases: list[TraceCase], only: set[str] | None = None
             out = trace_path(generator.resolve(), case).relative_to(root)
             argv = [str(memorace), "trace", *case.args, "--out", str(out)]
             subprocess.run(argv, check=True, cwd=root)
+
+
+def offset_main(
+    here: Path,
+    title: str,
+    limits: dict,
+    traces: list[TraceCase],
+    weights: tuple[float, ...],
+    argv: list[str],
+    skip: tuple[str, ...] = (),
+    version: int = 2,
+) -> None:
+    """An `offset` generator's command line. No arguments (or case names): rewrite the
+    repository's package (the public split) from the public traces. `--record`: record
+    the traces again (PyTorch). `--hidden-seed FILE --out DIR`: the package plus a
+    hidden split of len(weights) cases made from the seed, each a variation
+    (hidden.vary_trace) of a trace of `traces` (public and pool alike), into DIR."""
+    package = here.parent
+    public = [c for c in traces if c.split == "public"]
+    if (args := hidden_args(argv)) is not None:
+
+        def make(base: TraceCase, draw: Draw) -> tuple[str, str, int]:
+            bufs = trace_buffers(vary_trace(read_trace(trace_path(here, base)), draw), skip)
+            return ".csv", csv_text(bufs), capacity_for(bufs)
+
+        materialize(package, args.out, args.seed, traces, weights, make)
+        return
+    names = {a for a in argv[1:] if a != "--record"} or None
+    if "--record" in argv:
+        record(here, traces, names)
+        return
+
+    def build(case: TraceCase) -> list[Buffer]:
+        return trace_buffers(read_trace(trace_path(here, case)), skip)
+
+    write_package(package, title, limits, public, build, names, version=version)
