@@ -17,7 +17,7 @@ import httpx
 import pytest
 
 from tests.service import Service, small_package, start_service
-from tests.test_system_team import backends
+from tests.test_service_e2e import backends
 
 INVENTED = 200
 ROUNDS = 60

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from contextlib import contextmanager
 
 import httpx
 import pytest
@@ -16,21 +15,11 @@ from api import baselines
 from api.auth import hash_password, new_token
 from api.db.models import Submission, Team, User
 from api.db.session import session_scope
-from tests.service import Service, postgres_database, redis_server, small_package, start_service
+from tests.service import Service, small_package, start_service
+from tests.test_service_e2e import backends
 
 PROBLEM = "mini-gpt2"
 PLANNER = b"print('not run')\n"
-
-
-@contextmanager
-def backends(kind: str) -> Iterator[tuple[str | None, str | None]]:
-    """tests.test_service_e2e.backends without that module's imports (Docker, sandboxes):
-    (database URL, broker URL), production's or the embedded defaults (None, None)."""
-    if kind == "embedded":
-        yield None, None
-        return
-    with postgres_database() as db_url, redis_server() as redis:
-        yield db_url, redis.url
 
 
 @pytest.fixture(scope="module", params=["postgres+redis", "embedded"])
