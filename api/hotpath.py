@@ -12,7 +12,8 @@ session), a query string, a token not seen lately or due its last-use stamp, an
 answer not kept. So the answers are byte for byte the routes' own (a page's CSP nonce
 is new each time, as the route's).
 
-It sits outside api.inflight.InFlight: a kept answer holds no database connection.
+It sits outside api.inflight.InFlight: a kept answer holds no database connection;
+and inside api.headers.SecureHeaders: a kept answer gets nosniff and a policy too.
 """
 
 from __future__ import annotations
