@@ -10,6 +10,8 @@ a few dozen trials overstate it), for each mode:
   unpaced  hidden cases at submission time, hidden_detail "judged", no pacing (before)
   paced    the same with worker.pacing (the default)
   final    hidden cases only in the final judging (api.finals)
+  verdicts-verdict, verdicts-judged   the verdict channel: the planner chooses each
+           hidden case's verdict, the contestant reads the verdicts shown
 
     .venv/bin/python benchmarks/hidden_channel.py [--backend embedded|postgres]
         [--modes unpaced,paced,final] [--trials 24] [--levels 8]
@@ -73,6 +75,34 @@ with open(os.path.join(os.environ["MEMORACE_OUT_DIR"], "plan.csv"), "w") as out:
 """
 
 
+VERDICT_PLANS = ("id,offset\\na,0\\nb,8\\nc,16\\n", "id,offset\\na,0\\nb,0\\nc,0\\n", "garbage")
+VERDICTS = ("OK", "INVALID_PLAN", "BAD_OUTPUT", "RUNTIME_ERROR")  # what each digit gives
+
+
+def verdict_planner(symbol: int, nonce: int) -> str:
+    """Hidden case i gets the verdict of base-4 digit i of `symbol`."""
+    return f"""\
+# nonce {nonce}
+import json, os, sys
+name = json.load(open(os.path.join(os.environ["MEMORACE_CASE_DIR"], "case.json")))["name"]
+digit = {symbol} // 4 ** int(name[4:]) % 4 if name.startswith("sec-") else 0
+if digit == 3:
+    sys.exit(3)
+with open(os.path.join(os.environ["MEMORACE_OUT_DIR"], "plan.csv"), "w") as out:
+    out.write({VERDICT_PLANS!r}[digit])
+"""
+
+
+def read_verdicts(service: Service, token: str, sub_id: int) -> int:
+    """The symbol the contestant reads from the hidden verdicts shown (0 when withheld)."""
+    body = service.wait_done(token, sub_id)
+    symbol = 0
+    for r in body["results"]:
+        if r["split"] == "hidden" and r["verdict"] in VERDICTS:
+            symbol += VERDICTS.index(r["verdict"]) * 4 ** int(r["case"][4:])
+    return symbol
+
+
 def observed_gap(service: Service, token: str, sub_id: int) -> float:
     """Seconds from the last public case event to the final status, as the contestant
     sees them on the live stream."""
@@ -130,7 +160,31 @@ def decode(gaps: list[tuple[int, float]], levels: int) -> list[tuple[int, int]]:
     return [(s, min(levels - 1, max(0, round((g - offset) / STEP_S)))) for s, g in gaps]
 
 
+def run_verdicts(service: Service, token: str, detail: str, trials: int) -> None:
+    """The verdict channel: each hidden case's verdict chosen by the planner."""
+    settings = {"hidden_detail": detail, "hidden_judging": "submission"}
+    assert service.api("PUT", "/api/v1/admin/contest", json=settings).status_code == 200
+    levels, rng = 4**HIDDEN, random.Random(11)
+    folder = Path(tempfile.mkdtemp(prefix="channel-"))
+    pairs = []
+    for i in range(trials):
+        symbol = rng.randrange(levels)
+        path = folder / f"v{detail}{i}.py"
+        path.write_text(verdict_planner(symbol, i))
+        sub = service.submit(token, SLUG, path)
+        pairs.append((symbol, read_verdicts(service, token, sub["id"])))
+    plug_in, corrected = mutual_information(pairs)
+    correct = sum(a == b for a, b in pairs)
+    print(f"verdicts ({detail}) {trials} submissions, {levels} symbols "
+          f"({math.log2(levels):.0f} bits sent): decoded right {correct}/{trials}, "
+          f"I = {plug_in:.2f} bits plug-in, {corrected:.2f} corrected",
+          flush=True)  # fmt: skip
+
+
 def run_mode(service: Service, token: str, mode: str, trials: int, levels: int) -> None:
+    if mode.startswith("verdicts-"):  # verdicts-verdict, verdicts-judged
+        run_verdicts(service, token, mode.split("-", 1)[1], trials)
+        return
     settings = {"hidden_detail": "judged",
                 "hidden_judging": "final" if mode == "final" else "submission"}  # fmt: skip
     assert service.api("PUT", "/api/v1/admin/contest", json=settings).status_code == 200
@@ -173,7 +227,7 @@ def main() -> None:
     args = parser.parse_args()
     for mode in args.modes.split(","):
         with tempfile.TemporaryDirectory() as tmp, backend(args.backend) as (db_url, broker_url):
-            env = {"MEMORACE_PACE_HIDDEN": "0" if mode == "unpaced" else "1",
+            env = {"MEMORACE_PACE_HIDDEN": "1" if mode == "paced" else "0",
                    "MEMORACE_RATE_LIMIT": "100000"}  # fmt: skip
             package = write_package(Path(tmp))
             service = start_service(Path(tmp), [package], db_url, broker_url, "local",

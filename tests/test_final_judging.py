@@ -14,10 +14,12 @@ import os
 import subprocess
 from pathlib import Path
 
+import httpx
 import pytest
 
 from benchmarks.hidden_channel import SLUG, backend, observed_gap, planner, write_package
 from tests.service import VENV_BIN, Service, start_service
+from tests.test_pages import login, post
 from worker.pacing import budget_s
 
 SCORE = 66.666667  # every case: bound 16 bytes, the planner's peak 24
@@ -79,6 +81,17 @@ def test_final_mode(service: Service) -> None:
     shown = memorace(service, red, "final", SLUG)
     assert f"takes #{b} (your picks; up to 2 picks)" in shown, shown
     assert json.loads(memorace(service, red, "final", SLUG, str(b), "--json"))["picked"] == [b]
+
+    with httpx.Client(base_url=service.url, timeout=60) as browser:  # the pages
+        assert login(browser, "rita", "rita-password").is_redirect
+        page = browser.get(f"/submissions/{a}").text
+        assert "Final judging" in page and "not among them" in page, page
+        for pick, expected in (("1", [a, b]), ("0", [b])):
+            answer = post(browser, f"/submissions/{a}", f"/submissions/{a}/final-pick",
+                          {"pick": pick})  # fmt: skip
+            assert answer.is_redirect, answer.text
+            picked = service.api("GET", f"/api/v1/problems/{SLUG}/final", red).json()["picked"]
+            assert picked == expected
 
     started = service.api("POST", "/api/v1/admin/final-judging", json={"problem": SLUG})
     assert started.status_code == 202 and started.json()["count"] == 2, started.text

@@ -12,7 +12,7 @@ from fastapi.responses import JSONResponse, Response
 from markupsafe import Markup
 from sqlalchemy.orm import Session
 
-from api import baselines, compare, history, problems, submissions
+from api import baselines, compare, finals, history, problems, submissions
 from api.auth import end_session
 from api.blobs import plan_file
 from api.db.models import Contest, Submission, User
@@ -250,8 +250,38 @@ def submission_page(
     picture = _picture(settings, sub, context["rows"], case) if case else None
     compared = compare.comparison(db, sub, user) if sub.status == "done" else None
     return render(
-        request, "submission.html", user, **context, picture=picture, case=case, compared=compared
-    )
+        request, "submission.html", user, **context, picture=picture, case=case,
+        compared=compared, final=_final_view(db, sub, user),
+    )  # fmt: skip
+
+
+def _final_view(db: Session, sub: Submission, user: User) -> dict[str, Any] | None:
+    """The team's picks for the final judging, on its own submissions' pages (api.finals)."""
+    if user.team is None or sub.team_id != user.team_id or not finals.final_mode(db):
+        return None
+    view = finals.view(db, user.team, sub.version.problem.slug)
+    return {**view, "this": sub.id in view["judged_at_the_end"],
+            "picked_this": sub.id in view["picked"]}  # fmt: skip
+
+
+@router.post("/submissions/{sub_id}/final-pick")
+def pick_for_final(
+    sub_id: int, request: Request, user: Contestant, db: DB, pick: Annotated[str, Form()] = ""
+) -> Response:
+    """Add this submission to the team's picks for the final judging, or take it out."""
+    sub = submissions.get_submission(db, sub_id, user)
+    back = f"/submissions/{sub.id}"
+    slug = sub.version.problem.slug
+    if user.team is None:
+        return done(request, back, "only a team's members pick its submissions", "warn")
+    picked = [i for i in finals.view(db, user.team, slug)["picked"] if i != sub.id]
+    try:
+        finals.choose(db, user, slug, [*picked, sub.id] if pick == "1" else picked)
+    except ServiceError as exc:
+        db.rollback()
+        return done(request, back, exc.message, "warn")
+    db.commit()
+    return done(request, back, "picked for the final judging" if pick == "1" else "unpicked")
 
 
 @router.get("/submissions/{sub_id}/live")
