@@ -15,6 +15,7 @@ SIZE_LIMIT = 2**48  # 256 TiB: sums of a step's tensors stay far inside int64
 _ID = re.compile(r"[A-Za-z0-9._:-]{1,100}")
 _REQUIRED = ("id", "size", "alignment", "uses")
 _OPTIONAL = ("writes", "start", "end", "recompute", "compress")
+_REQUIRED_SET, _ALL_SET = frozenset(_REQUIRED), frozenset(_REQUIRED + _OPTIONAL)
 DEVICE, HOST, NVME, NONE = 0, 1, 2, 3  # tiers: case.start / case.end codes
 START_NAMES = {"device": DEVICE, "host": HOST, "nvme": NVME}
 END_NAMES = {"none": NONE, "host": HOST, "device": DEVICE}
@@ -52,10 +53,12 @@ def read_tensors(tensors: list[Any], n_steps: int, fail: Any) -> TensorColumns:
     extras: list[dict[str, Any]] = []
     for k, t in enumerate(tensors):
         where = f"tensors[{k}]"
-        problem = "is not an object"
-        if isinstance(t, dict):
-            t = present(t, _OPTIONAL)
-            problem = key_problem(t, _REQUIRED, _OPTIONAL)
+        problem = "" if isinstance(t, dict) else "is not an object"
+        if not problem:
+            if None in t.values():  # null: absent
+                t = present(t, _OPTIONAL)
+            if not _REQUIRED_SET <= t.keys() <= _ALL_SET:  # the fast test; then which key
+                problem = key_problem(t, _REQUIRED, _OPTIONAL)
         if problem:
             raise fail(
                 f"{where} {problem} (a tensor has {', '.join(_REQUIRED)}; "
@@ -74,7 +77,7 @@ def read_tensors(tensors: list[Any], n_steps: int, fail: Any) -> TensorColumns:
         cols.uses += own
         cols.starts.append(len(cols.uses))
         extras.append(t)
-    if any(key in t for t in extras for key in _OPTIONAL):
+    if any(len(t) > len(_REQUIRED) for t in extras):  # some optional key (checked above)
         _read_v2(cols, extras, index, n_steps, fail)
     return cols
 

@@ -27,7 +27,9 @@ OUT_COPY, OUT_COMPRESSED, OUT_NVME, OUT_DROP = 0, 1, 2, 3
 NO_OUT = -1
 _NEEDED = ("offset", "uses")
 _MAY = ("in", "prefetch_after", "decode_before", "recompute_before", "out", "priority")
-_FIELDS = frozenset(_NEEDED + _MAY)
+_FIELDS, _NEEDED_SET = frozenset(_NEEDED + _MAY), frozenset(_NEEDED)
+_ENTRY = ("id", "residencies")
+_ENTRY_KEYS = frozenset(_ENTRY)
 
 
 @dataclass(frozen=True)
@@ -79,9 +81,8 @@ def parse_plan(raw: Any, path: Path | str, case: OffloadCase) -> OffloadPlan:
     seen = [False] * len(case.ids)
     for k, entry in enumerate(raw["tensors"]):
         tid = entry.get("id") if isinstance(entry, dict) else None
-        shape = ("id", "residencies")
-        problem = key_problem(entry, shape, ()) if isinstance(entry, dict) else "is not one"
-        if problem:
+        if not isinstance(entry, dict) or entry.keys() != _ENTRY_KEYS:
+            problem = key_problem(entry, _ENTRY, ()) if isinstance(entry, dict) else "is not one"
             raise fail(f'tensors[{k}] must be {{"id": ..., "residencies": [...]}}; it {problem}')
         if not isinstance(tid, str) or tid not in index:
             raise fail(f"tensors[{k}]: unknown tensor id {show_cell(str(tid))}")
@@ -118,8 +119,9 @@ _TAKES = {  # the fields each way in takes, and why the others are refused
 def _residency(res: Any, where: str, r: int, produced: bool, fail: Any) -> Row:
     if not isinstance(res, dict):
         raise fail(f"{where} is not an object")
-    res = present(res, _MAY)
-    if res.keys() - _FIELDS or "offset" not in res or "uses" not in res:
+    if None in res.values():  # null: absent (present() would cost a call per residency)
+        res = present(res, _MAY)
+    if not _NEEDED_SET <= res.keys() <= _FIELDS:
         raise fail(
             f"{where} {key_problem(res, _NEEDED, _MAY)} (a residency has "
             f"{', '.join(_NEEDED)}; optionally {', '.join(_MAY)})"
