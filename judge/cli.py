@@ -4,6 +4,7 @@ planners. The server commands (submit, status, leaderboard) are `client.cli`'s."
 from __future__ import annotations
 
 import json
+import os
 import re
 from pathlib import Path
 from typing import Annotated
@@ -103,7 +104,12 @@ def problem_import_minimalloc(
     hidden: Annotated[list[str] | None, typer.Option(help="case name for the hidden split")] = None,
 ) -> None:
     """Turn a folder of MiniMalloc CSV cases (id,lower,upper,size) into a package."""
-    name = slug or re.sub(r"[^a-z0-9-]+", "-", directory.resolve().name.lower()).strip("-")
+    name = slug
+    if name is None:  # from the folder's name; a name with no letter or digit gives ''
+        folder = Path(os.path.abspath(str(directory).replace("\0", "?"))).name
+        name = re.sub(r"[^a-z0-9-]+", "-", folder.lower()).strip("-")[:64].strip("-")
+        if not name:
+            raise _fail(f"cannot make a slug from the folder name {folder!r}; pass --slug")
     try:
         problem = import_minimalloc(directory, dest, name, capacity, frozenset(hidden or ()))
     except InputError as exc:

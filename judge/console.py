@@ -31,8 +31,9 @@ NARROW = 6  # a wrapped number or name keeps at least this many columns a line
 
 
 def fail(message: str, code: int = 2) -> typer.Exit:
-    """`error: message` on stderr; raise the returned Exit."""
-    err.print(f"[red]error:[/red] {message}", highlight=False)
+    """`error: message` on stderr, one line; raise the returned Exit. The message is
+    text, not markup: it quotes input ("--slug '[/red]'" made rich raise)."""
+    err.print(Text.assemble(("error:", "red"), " ", message), highlight=False, soft_wrap=True)
     return typer.Exit(code)
 
 

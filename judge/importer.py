@@ -5,13 +5,14 @@ from __future__ import annotations
 import re
 import shutil
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 import tomli_w
 
+from judge.csvtable import INT_LIMIT
 from judge.errors import PackageError, show_value
-from judge.package import CASE_NAME, Problem, load_cases, load_problem
+from judge.package import CASE_NAME, SLUG, Problem, load_cases, load_problem
 
 _CAPACITY_IN_NAME = re.compile(r"^(?P<name>.+)\.(?P<capacity>\d+)$")
 
@@ -48,11 +49,19 @@ def import_minimalloc(
     hidden: frozenset[str] = frozenset(),
 ) -> Problem:
     """Write `dest_root/slug` from the *.csv files of `source` and validate it."""
-    files = sorted(Path(source).glob("*.csv"))
+    check_options(slug, dest_root, capacity)
+    source = _path(source, "the folder")
+    if not source.is_dir():
+        raise PackageError("not found" if not source.exists() else "is not a folder", source)
+    try:
+        files = sorted(f for f in source.glob("*.csv") if f.is_file())
+    except OSError as exc:
+        raise PackageError(f"cannot read the folder: {exc.strerror}", source) from None
     if not files:
         raise PackageError("no *.csv case files found", source)
 
     def fill(staging: Path) -> None:
+        check_hidden(hidden, [name_and_capacity(f)[0] for f in files], [f.stem for f in files])
         cases = [_stage_case(f, staging, capacity, hidden) for f in files]
         note = f"Imported with `memorace problem import-minimalloc` from `{Path(source).name}`."
         if (Path(source) / "LICENSE").is_file():
@@ -66,21 +75,54 @@ def import_minimalloc(
 def build_package(dest_root: Path, slug: str, fill: Callable[[Path], None]) -> Problem:
     """Make `dest_root/slug` by `fill`ing a staging folder, validated before it is moved
     into place (a failed import leaves nothing behind)."""
+    check_options(slug, dest_root, None)
     target = Path(dest_root) / slug
     if target.exists():
         raise PackageError("already exists; choose another --slug or remove it", target)
     try:
         Path(dest_root).mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise PackageError(f"cannot create the folder: {exc.strerror}", dest_root) from None
-    with tempfile.TemporaryDirectory(dir=dest_root, prefix=f".{slug}-") as tmp:
-        staging = Path(tmp) / slug
-        staging.mkdir()
-        fill(staging)
-        problem = load_problem(staging)
-        load_cases(problem)  # every case parses and is feasible at its capacity
-        shutil.move(staging, target)
+        with tempfile.TemporaryDirectory(dir=dest_root, prefix=f".{slug}-") as tmp:
+            staging = Path(tmp) / slug
+            staging.mkdir()
+            fill(staging)
+            problem = load_problem(staging)
+            load_cases(problem)  # every case parses and is feasible at its capacity
+            shutil.move(staging, target)
+    except OSError as exc:  # --dest unwritable, a full disk, a source file unreadable
+        where = exc.filename or dest_root
+        raise PackageError(f"cannot write the package: {exc.strerror or exc}", where) from None
     return load_problem(target)
+
+
+def check_options(slug: str, dest_root: Path, capacity: int | None) -> None:
+    """The options every importer takes, checked before any file is read."""
+    if not SLUG.fullmatch(slug):
+        raise PackageError(
+            f"--slug {show_value(slug)}: a slug is 1 to 64 lowercase letters, digits and "
+            "dashes, not starting with a dash (it names the package's folder)"
+        )
+    if capacity is not None and not 1 <= capacity <= INT_LIMIT:
+        raise PackageError(f"--capacity {show_value(capacity)}: must be from 1 to 2^62 bytes")
+    dest = _path(dest_root, "--dest")
+    if dest.exists() and not dest.is_dir():
+        raise PackageError("--dest is not a folder", dest)
+
+
+def check_hidden(hidden: frozenset[str], names: list[str], aliases: Iterable[str] = ()) -> None:
+    """Every --hidden NAME names a case (or one of its `aliases`): a typo would leave
+    that case public."""
+    unknown = sorted(hidden - set(names) - set(aliases))
+    if unknown:
+        known = ", ".join(sorted(set(names))[:20]) + (", ..." if len(set(names)) > 20 else "")
+        raise PackageError(
+            f"--hidden {show_value(unknown[0])}: no case has that name; the cases are: {known}"
+        )
+
+
+def _path(path: Path | str, what: str) -> Path:
+    if "\0" in str(path):
+        raise PackageError(f"{what}: a path cannot hold a NUL character")
+    return Path(path)
 
 
 def name_and_capacity(path: Path) -> tuple[str, int | None]:
@@ -107,7 +149,10 @@ def _stage_case(
     split = "hidden" if name in hidden or path.stem in hidden else "public"
     dest = staging / "data" / split / f"{name}.csv"
     dest.parent.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(path, dest)
+    try:
+        shutil.copyfile(path, dest)
+    except OSError as exc:
+        raise PackageError(f"cannot read: {exc.strerror}", path) from None
     return {"name": name, "split": split, "capacity": cap, "weight": 1.0}
 
 

@@ -17,7 +17,7 @@ from judge.errors import InputError, PackageError, show_value
 from judge.types import ProblemType, get_type
 
 SPLITS = ("public", "hidden")
-_SLUG = re.compile(r"[a-z0-9][a-z0-9-]{0,63}")
+SLUG = re.compile(r"[a-z0-9][a-z0-9-]{0,63}")  # importers check --slug with it too
 CASE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 _TOP_KEYS = {"slug", "name", "type", "version", "limits", "cases", "description"}
 _LIMIT_KEYS = {"time_limit_s", "memory_limit_mb", "cpus", "gpus"}
@@ -88,7 +88,7 @@ def load_problem(root: Path) -> Problem:
     where = _Locator(toml_path, text)
     _no_unknown_keys(doc, _TOP_KEYS, "problem.toml", where)
     slug = _get(doc, "slug", str, where)
-    if not _SLUG.fullmatch(slug):
+    if not SLUG.fullmatch(slug):
         where.fail("slug", f"slug {slug!r} must be lowercase letters, digits and dashes")
     if slug != root.name:
         where.fail("slug", f"slug {slug!r} must equal the folder name {root.name!r}")

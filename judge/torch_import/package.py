@@ -7,7 +7,7 @@ from pathlib import Path
 
 from judge.csvtable import read_bounded
 from judge.errors import CaseError, PackageError
-from judge.importer import build_package, write_offset_package
+from judge.importer import build_package, check_hidden, check_options, write_offset_package
 from judge.package import CASE_NAME, Problem
 from judge.torch_import.chrome import MAX_TRACE_BYTES, read_chrome_trace
 from judge.torch_import.lifetimes import Buffers
@@ -52,8 +52,11 @@ def import_torch(
 ) -> tuple[Problem, list[str]]:
     """Write `dest_root/slug`, one case per file and device; also the notes on what
     was guessed (allocations cut off by the recording's start or end)."""
+    check_options(slug, dest_root, capacity)
     if not files:
         raise PackageError("no files given", dest_root)
+    if any("\0" in str(f) for f in files):
+        raise PackageError("FILE: a path cannot hold a NUL character")
     read = [(Path(f), *read_torch_file(Path(f))) for f in files]
     notes: list[str] = []
 
@@ -70,6 +73,7 @@ def import_torch(
                 notes.extend(f"{name}: {n} {what}" for what, n in sorted(bufs.guessed.items()))
         if not cases:
             raise PackageError("the files hold no allocations", files[0])
+        check_hidden(hidden, [str(c["name"]) for c in cases])
         text = "Recorded by PyTorch; imported with `memorace problem import-torch`:\n\n"
         text += "\n".join(lines) + "\n\n" + _RULES
         write_offset_package(staging, slug, "recorded by PyTorch", cases, text)
