@@ -4,10 +4,14 @@ the same build command, limits and sandbox (kind + runner image, or the host too
 A rejudge of a thousand submissions then compiles none of them again. The key is the
 sha256 of everything the build's result may depend on, the submission's files first
 (`tree_digest`: paths, modes, contents): one contestant's build is never served for other
-bytes. An entry is written only after a successful build, complete into a temporary
-folder, then renamed into place (readers see all of it or nothing); its manifest names
-its key and the digest of what it holds, checked on every hit: a corrupt, partial or
-foreign entry is removed and the submission is built again. Failed builds are not kept
+bytes. Entries are per owner (the worker's: the team; the offline CLI's: "local"): the
+owner enters the key and names the entry's folder, so no team is served another team's
+build of the same bytes (a non-deterministic build stays theirs) nor learns from a fast
+first build that someone else compiled those bytes. An entry is written only after a
+successful build, complete into a temporary folder, then renamed into place (readers see
+all of it or nothing); its manifest names its key and the digest of what it holds,
+checked on every hit: a corrupt, partial or foreign entry is removed and the submission
+is built again. Failed builds are not kept
 (a timeout or an out-of-memory failure may not repeat; a compile error fails fast anyway).
 
 The folder must be the judge's own (owned by it, writable by no one else), outside every
@@ -22,6 +26,7 @@ import hashlib
 import json
 import logging
 import os
+import re
 import stat
 import tempfile
 import time
@@ -37,13 +42,15 @@ from judge.sandbox.base import RunOutcome, SandboxError, Session
 from judge.sandbox.local_fs import remove_tree
 
 log = logging.getLogger("memorace.buildcache")
-FORMAT = 1  # bump when an entry's layout or the key's inputs change
+FORMAT = 2  # bump when an entry's layout or the key's inputs change
 MANIFEST = "manifest.json"
 PAYLOAD = "payload"  # what the sandbox exported: restored as the build's output
 TMP = ".tmp"
 MAX_ENTRIES = 20_000  # files and folders of one entry; more is not kept
 GRACE_S = 60.0  # entries used this recently are not evicted (a reader may be restoring one)
 DEFAULT_MB = 1024
+LOCAL = "local"  # the owner of the offline CLI's builds
+_OWNER = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 
 
 class NotCacheable(Exception):
@@ -104,9 +111,13 @@ def _hash_entry(h: Any, path: bytes, rel: bytes, todo: list[bytes]) -> int:
     return st.st_size
 
 
-def build_key(source_digest: str, build: list[str], sandbox: str, limits: dict[str, Any]) -> str:
-    """The key of a build: the submission's files, the command, the sandbox, the limits."""
+def build_key(
+    source_digest: str, build: list[str], sandbox: str, limits: dict[str, Any], owner: str
+) -> str:
+    """The key of a build: the submission's files, the command, the sandbox, the limits,
+    and whose build it is."""
     inputs = {"format": FORMAT, "source": source_digest, "build": build, "sandbox": sandbox}
+    inputs["owner"] = owner
     blob = json.dumps({**inputs, "limits": limits}, sort_keys=True).encode()
     return hashlib.sha256(blob).hexdigest()
 
@@ -126,12 +137,18 @@ def read_manifest(data: bytes) -> dict[str, Any] | None:
 
 
 class BuildCache:
-    def __init__(self, folder: Path, max_bytes: int, grace_s: float = GRACE_S):
+    """The builds of one `owner` (letters, digits, '.', '_', '-'; e.g. "team-17") in a
+    folder that all owners share (its size bound is for the whole folder)."""
+
+    def __init__(self, folder: Path, max_bytes: int, grace_s: float = GRACE_S, owner: str = LOCAL):
+        if not _OWNER.fullmatch(owner):
+            raise ValueError(f"build cache owner {owner!r}: letters, digits, '.', '_', '-'")
         self.folder, self.max_bytes, self.grace_s = Path(folder), max_bytes, grace_s
+        self.owner = owner
         self.usable = max_bytes > 0 and _own_folder(self.folder)
 
     def path(self, key: str) -> Path:
-        return self.folder / key[:2] / key
+        return self.folder / f"owner-{self.owner}" / key[:2] / key
 
     def get(self, key: str) -> Entry | None:
         """The entry of `key`, checked whole (touched: recently used), or None; a damaged
@@ -168,7 +185,7 @@ class BuildCache:
             digest, size = tree_digest(tmp / PAYLOAD, self.max_bytes // 2)
             manifest = {"format": FORMAT, "key": key, "digest": digest, "bytes": size}
             (tmp / MANIFEST).write_text(json.dumps({**manifest, "meta": meta}))
-            self.path(key).parent.mkdir(mode=0o700, exist_ok=True)
+            self.path(key).parent.mkdir(mode=0o700, parents=True, exist_ok=True)
             os.replace(tmp, self.path(key))  # fails when another process kept it first
         except (OSError, NotCacheable, SandboxError) as exc:
             log.info("build cache: build %s not kept (%s)", key[:16], exc)
@@ -188,8 +205,10 @@ class BuildCache:
         sweep_stale(tmp_root, lambda p: _remove(p, tmp_root))
 
     def _entries(self) -> list[tuple[float, int, Path]]:
+        """Every owner's entries (the bound is the folder's); entries of the layout before
+        owners (FORMAT 1: `??/<key>` at the top) have no manifest read here: evicted."""
         found = []
-        for prefix in self.folder.glob("??"):
+        for prefix in [*self.folder.glob("owner-*/??"), *self.folder.glob("??")]:
             for path in prefix.iterdir():
                 with suppress(OSError):
                     manifest = read_manifest((path / MANIFEST).read_bytes())
@@ -205,14 +224,14 @@ class BuildCache:
         return digest == manifest["digest"] and size == manifest["bytes"]
 
 
-def cache_from_env() -> BuildCache | None:
-    """The cache MEMORACE_BUILD_CACHE_DIR names (at most MEMORACE_BUILD_CACHE_MB), or None."""
+def cache_from_env(owner: str = LOCAL) -> BuildCache | None:
+    """`owner`'s cache in the folder MEMORACE_BUILD_CACHE_DIR names (at most
+    MEMORACE_BUILD_CACHE_MB), or None."""
     folder = os.environ.get("MEMORACE_BUILD_CACHE_DIR", "")
     if not folder:
         return None
-    return BuildCache(
-        Path(folder), int(os.environ.get("MEMORACE_BUILD_CACHE_MB", DEFAULT_MB)) << 20
-    )
+    mb = int(os.environ.get("MEMORACE_BUILD_CACHE_MB", DEFAULT_MB))
+    return BuildCache(Path(folder), mb << 20, owner=owner)
 
 
 def _own_folder(folder: Path) -> bool:
@@ -264,7 +283,8 @@ def cached_build(
     except NotCacheable:
         return session.build(timeout_s), False
     bounds = {"memory_limit_mb": limits.memory_limit_mb, "cpus": limits.cpus, "gpus": limits.gpus}
-    key = build_key(source_digest, build, identity, {**bounds, "build_timeout_s": timeout_s})
+    limits_key = {**bounds, "build_timeout_s": timeout_s}
+    key = build_key(source_digest, build, identity, limits_key, cache.owner)
     if (entry := cache.get(key)) is not None:
         try:
             session.restore_build(entry.payload, entry.meta)

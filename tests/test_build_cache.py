@@ -66,7 +66,7 @@ def judged_stamp(sandbox: str, root: Path, cache: BuildCache, build=BUILD, run=R
 
 
 def entries(cache: BuildCache) -> list[Path]:
-    return sorted(p for p in cache.folder.glob("??/*"))
+    return sorted(p for p in cache.folder.glob("owner-*/??/*"))
 
 
 @pytest.fixture
@@ -204,10 +204,28 @@ def test_keys_and_digests_tell_builds_apart(tmp_path):
     assert tree_digest(root)[0] != digest
     (root / "link").unlink()
     assert tree_digest(root)[0] == digest
-    key = build_key(digest, BUILD, "local:x", {"memory_limit_mb": 1})
-    assert key != build_key(digest, BUILD, "docker:y", {"memory_limit_mb": 1})
-    assert key != build_key(digest, BUILD, "local:x", {"memory_limit_mb": 2})
-    assert key != build_key(digest, [*BUILD, "x"], "local:x", {"memory_limit_mb": 1})
+    key = build_key(digest, BUILD, "local:x", {"memory_limit_mb": 1}, "local")
+    assert key != build_key(digest, BUILD, "docker:y", {"memory_limit_mb": 1}, "local")
+    assert key != build_key(digest, BUILD, "local:x", {"memory_limit_mb": 2}, "local")
+    assert key != build_key(digest, [*BUILD, "x"], "local:x", {"memory_limit_mb": 1}, "local")
+    assert key != build_key(digest, BUILD, "local:x", {"memory_limit_mb": 1}, "team-17")
+
+
+@pytest.mark.parametrize("sandbox", SANDBOXES)
+def test_entries_are_per_owner(tmp_path, sandbox):
+    """Same bytes, two teams: two builds (no team learns that another built those bytes,
+    nor gets its build); the same team again: its own build, reused."""
+    folder = tmp_path / "shared"
+    team_a = BuildCache(folder, 64 * 2**20, grace_s=0, owner="team-1")
+    team_b = BuildCache(folder, 64 * 2**20, grace_s=0, owner="team-2")
+    stamp_a, hit_a = judged_stamp(sandbox, submission(tmp_path), team_a)
+    stamp_b, hit_b = judged_stamp(sandbox, submission(tmp_path), team_b)
+    assert (hit_a, hit_b) == (False, False) and stamp_a != stamp_b
+    again, hit = judged_stamp(sandbox, submission(tmp_path), team_a)
+    assert hit and again == stamp_a
+    assert [p.parent.parent.name for p in entries(team_a)] == ["owner-team-1", "owner-team-2"]
+    with pytest.raises(ValueError, match="owner"):
+        BuildCache(folder, 2**20, owner="../x")
 
 
 def _size(path: Path) -> int:
