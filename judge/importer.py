@@ -81,6 +81,9 @@ def build_package(dest_root: Path, slug: str, fill: Callable[[Path], None]) -> P
         raise PackageError("already exists; choose another --slug or remove it", target)
     try:
         Path(dest_root).mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise PackageError(f"cannot create the folder: {exc.strerror}", dest_root) from None
+    try:
         with tempfile.TemporaryDirectory(dir=dest_root, prefix=f".{slug}-") as tmp:
             staging = Path(tmp) / slug
             staging.mkdir()
