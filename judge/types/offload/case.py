@@ -27,8 +27,10 @@ from judge.types.offload.case_tensors import (
 from judge.types.offload.jsonfile import key_problem, load_json, present
 
 CASE_BYTE_LIMIT = 512 * 2**20
-_KEYS = ("capacity", "h2d_bandwidth", "d2h_bandwidth", "steps", "tensors")
-_OPTIONAL = ("h2d_latency", "d2h_latency", "host_capacity", "nvme")
+CASE_KEYS = ("capacity", "h2d_bandwidth", "d2h_bandwidth", "steps", "tensors")
+CASE_OPTIONAL = ("h2d_latency", "d2h_latency", "host_capacity", "nvme")
+# sets of the same: the strong planner's judged.py (reference_solutions) imports them
+_KEYS, _OPTIONAL = frozenset(CASE_KEYS), frozenset(CASE_OPTIONAL)
 _NVME_KEYS = ("read_bandwidth", "write_bandwidth", "read_latency", "write_latency")
 
 
@@ -154,11 +156,12 @@ def parse_case(raw: Any, path: Path | str, capacity: int | None) -> OffloadCase:
 
     if not isinstance(raw, dict):
         raise fail("a case is one JSON object")
-    raw = present(raw, _OPTIONAL)
-    problem = key_problem(raw, _KEYS, _OPTIONAL)
+    raw = present(raw, CASE_OPTIONAL)
+    problem = key_problem(raw, CASE_KEYS, CASE_OPTIONAL)
     if problem:
         raise fail(
-            f"the case {problem} (it has {', '.join(_KEYS)}; optionally {', '.join(_OPTIONAL)})"
+            f"the case {problem} (it has {', '.join(CASE_KEYS)}; "
+            f"optionally {', '.join(CASE_OPTIONAL)})"
         )
     cap = as_int(raw["capacity"], "capacity", 0, fail)
     if capacity is not None and cap != capacity:
