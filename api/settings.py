@@ -118,6 +118,9 @@ class Settings:
     # Judge the reference planners as baselines when a problem version is imported
     # (api.baselines); "0": never (the organizer's contest switch only hides them).
     baselines: bool = field(default_factory=lambda: _env("BASELINES", "1") != "0")
+    # Pace hidden cases to their time budget (worker.pacing); "0" only where nobody
+    # could read the timing (a test's service, a private rehearsal), never in a contest.
+    pace_hidden: bool = field(default_factory=lambda: _env("PACE_HIDDEN", "1") != "0")
     # Freeze what an API process made at startup and by its first requests out of the
     # garbage collector's full passes (api.heap); "0": never (tests' in-process apps).
     heap_freeze: bool = field(default_factory=lambda: _env("HEAP_FREEZE", "1") != "0")

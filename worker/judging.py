@@ -23,7 +23,7 @@ from sqlalchemy.orm import Session
 from api import finals, news, queue
 from api.blobs import BlobCorrupt, BlobMissing, blob_store
 from api.blobs.packages import package_root
-from api.db.models import CaseResultRow, Judging, aware, utcnow
+from api.db.models import CaseResultRow, Judging, Team, aware, utcnow
 from api.db.session import session_scope
 from api.news import News
 from api.settings import Settings
@@ -32,6 +32,7 @@ from judge.buildcache import BuildCache
 from judge.package import load_problem
 from judge.pipeline import BUILD_TIMEOUT_S, judge_planner
 from judge.sandbox import default_sandbox_name
+from judge.sandbox.local_isolation import recorded_name
 from judge.scoring import CaseResult, problem_score, totals
 from judge.submission import upload_suffix
 from judge.verdict import Verdict
@@ -93,7 +94,7 @@ def _judge(
     _check_visibility(problem.limits.time_limit_s * len(weights) + BUILD_TIMEOUT_S)
     box = settings.sandbox or default_sandbox_name()
     with session_scope(url) as db:
-        db.get(Judging, judging_id).sandbox = box  # type: ignore[union-attr]
+        db.get(Judging, judging_id).sandbox = recorded_name(box)  # type: ignore[union-attr]
     store = blob_store(settings)
     pace = HiddenPace(problem.limits.time_limit_s, claimed.paced and settings.pace_hidden,
                       judging_id)  # fmt: skip
@@ -112,7 +113,11 @@ def _judge(
         gpu_slot=gpu_slot,
         keep_plan=lambda plan, _digest: store.put_file(plan),
         replay_backend=settings.replay_for(problem.slug),
-        build_cache=BuildCache(settings.build_cache, settings.build_cache_mb * 2**20),
+        # Per team: no team learns from a first result's speed whether another built
+        # these bytes, or gets another team's build (judge.buildcache).
+        build_cache=BuildCache(
+            settings.build_cache, settings.build_cache_mb * 2**20, owner=claimed.team
+        ),
     )
     if report.build_cached:
         log.info("judging build reused from the build cache", extra={"judging": judging_id})
@@ -166,6 +171,7 @@ class Claim:
     split: str = "all"  # "public" for a baseline before the reveal, or a contest whose
     # hidden cases run only in the final judging (api.finals)
     paced: bool = False  # hidden cases held to their budget (worker.pacing)
+    team: str = "team-0"  # the submission's team: its builds are kept apart
 
 
 def _claim(settings: Settings, judging_id: int, worker: str) -> str | Claim:
@@ -196,8 +202,14 @@ def _claim(settings: Settings, judging_id: int, worker: str) -> str | Claim:
         news.after_commit(db, News(sub.id, queue=True, team=sub.team_id))  # it left the queue
         return Claim(
             j.attempt, version.package_blob, version.package_path, sub.sha256, sub.filename,
-            weights, split, finals.paces_hidden(db, sub, j.kind),
+            weights, split, finals.paces_hidden(db, sub, j.kind), build_owner(sub.team),
         )  # fmt: skip
+
+
+def build_owner(team: Team) -> str:
+    """The team's name in the build cache: its id and when it was made, so that a team of
+    a database made again (ids start over) is not served a build of the old one."""
+    return f"team-{team.id}-{int(aware(team.created_at).timestamp())}"
 
 
 def _fresher_waits(db: Session, j: Judging) -> bool:
