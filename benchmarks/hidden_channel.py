@@ -75,7 +75,7 @@ with open(os.path.join(os.environ["MEMORACE_OUT_DIR"], "plan.csv"), "w") as out:
 """
 
 
-VERDICT_PLANS = ("id,offset\\na,0\\nb,8\\nc,16\\n", "id,offset\\na,0\\nb,0\\nc,0\\n", "garbage")
+VERDICT_PLANS = ("id,offset\na,0\nb,8\nc,16\n", "id,offset\na,0\nb,0\nc,0\n", "garbage")
 VERDICTS = ("OK", "INVALID_PLAN", "BAD_OUTPUT", "RUNTIME_ERROR")  # what each digit gives
 
 
