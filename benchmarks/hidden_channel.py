@@ -232,6 +232,18 @@ def backend(kind: str) -> Iterator[tuple[str | None, str | None]]:
         yield db_url, redis.url
 
 
+@contextmanager
+def channel_service(tmp: Path, kind: str, env: dict[str, str] | None = None) -> Iterator[Service]:
+    """The service on `kind` with the channel problem and one worker; stopped after."""
+    with backend(kind) as (db_url, broker_url):
+        service = start_service(tmp, [write_package(tmp)], db_url, broker_url, "local",
+                                extra_env=env, workers=("w1",))  # fmt: skip
+        try:
+            yield service
+        finally:
+            service.stop()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--backend", default="embedded", choices=("embedded", "postgres"))
@@ -240,17 +252,14 @@ def main() -> None:
     parser.add_argument("--levels", type=int, default=8)
     args = parser.parse_args()
     for mode in args.modes.split(","):
-        with tempfile.TemporaryDirectory() as tmp, backend(args.backend) as (db_url, broker_url):
-            env = {"MEMORACE_PACE_HIDDEN": "1" if mode == "paced" else "0",
-                   "MEMORACE_RATE_LIMIT": "100000"}  # fmt: skip
-            package = write_package(Path(tmp))
-            service = start_service(Path(tmp), [package], db_url, broker_url, "local",
-                                    extra_env=env, workers=("w1",))  # fmt: skip
-            try:
-                token = service.add_team(f"team-{mode}", f"eve-{mode}")
-                run_mode(service, token, mode, args.trials, args.levels)
-            finally:
-                service.stop()
+        env = {"MEMORACE_PACE_HIDDEN": "1" if mode == "paced" else "0",
+               "MEMORACE_RATE_LIMIT": "100000"}  # fmt: skip
+        with (
+            tempfile.TemporaryDirectory() as tmp,
+            channel_service(Path(tmp), args.backend, env) as service,
+        ):
+            token = service.add_team(f"team-{mode}", f"eve-{mode}")
+            run_mode(service, token, mode, args.trials, args.levels)
 
 
 if __name__ == "__main__":

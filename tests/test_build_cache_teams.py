@@ -9,8 +9,8 @@ import json
 
 import pytest
 
-from benchmarks.hidden_channel import SLUG, backend, write_package
-from tests.service import Service, start_service, wait_for
+from benchmarks.hidden_channel import SLUG, channel_service
+from tests.service import Service, wait_for
 
 PLANNER = r"""// the same bytes from two teams
 #include <cstdio>
@@ -27,14 +27,8 @@ int main() {
 
 @pytest.fixture(scope="module", params=["embedded", "postgres"])
 def service(request, tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("teams")
-    with backend(request.param) as (db_url, broker_url):
-        svc = start_service(tmp, [write_package(tmp)], db_url, broker_url, "local",
-                            workers=("w1",))  # fmt: skip
-        try:
-            yield svc
-        finally:
-            svc.stop()
+    with channel_service(tmp_path_factory.mktemp("teams"), request.param) as svc:
+        yield svc
 
 
 def reused(service: Service, judging: int) -> bool:

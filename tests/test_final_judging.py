@@ -17,8 +17,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from benchmarks.hidden_channel import SLUG, backend, observed_gap, planner, write_package
-from tests.service import VENV_BIN, Service, start_service
+from benchmarks.hidden_channel import SLUG, channel_service, observed_gap, planner
+from tests.service import VENV_BIN, Service
 from tests.test_pages import login, post
 from worker.pacing import budget_s
 
@@ -27,14 +27,8 @@ SCORE = 66.666667  # every case: bound 16 bytes, the planner's peak 24
 
 @pytest.fixture(scope="module", params=["embedded", "postgres"])
 def service(request, tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("finals")
-    with backend(request.param) as (db_url, broker_url):
-        svc = start_service(tmp, [write_package(tmp)], db_url, broker_url, "local",
-                            workers=("w1",))  # fmt: skip
-        try:
-            yield svc
-        finally:
-            svc.stop()
+    with channel_service(tmp_path_factory.mktemp("finals"), request.param) as svc:
+        yield svc
 
 
 def submit(service: Service, token: str, symbol: int, nonce: int) -> int:
@@ -118,25 +112,21 @@ def test_final_mode(service: Service) -> None:
     assert service.api("PUT", "/api/v1/admin/contest", json=back).is_success
 
 
-def test_paced_hidden_cases_end_alike(tmp_path: Path) -> None:
+@pytest.mark.parametrize("kind", ["embedded", "postgres"])
+def test_paced_hidden_cases_end_alike(tmp_path: Path, kind: str) -> None:
     """The planner sleeps nothing, or 1.75 s over its hidden cases: the judging's end,
     timed from the last public result, comes at the same time (each hidden case is held
     to its budget); without pacing the two differ by the 1.75 s."""
-    env = {"MEMORACE_PACE_HIDDEN": "1"}
-    svc = start_service(tmp_path, [write_package(tmp_path)], None, None, "local",
-                        extra_env=env, workers=("w1",))  # fmt: skip
-    try:
+    gaps = {}
+    with channel_service(tmp_path, kind, {"MEMORACE_PACE_HIDDEN": "1"}) as svc:
         hidden = {"hidden_detail": "judged", "hidden_judging": "submission"}
         assert svc.api("PUT", "/api/v1/admin/contest", json=hidden).status_code == 200
         token = svc.add_team("eve", "eve")
-        gaps = {}
         for symbol in (0, 7):
             path = tmp_path / f"p{symbol}.py"
             path.write_text(planner(symbol, symbol))
             sub_id = svc.submit(token, SLUG, path)["id"]
             gaps[symbol] = observed_gap(svc, token, sub_id)
-    finally:
-        svc.stop()
     budget = 2 * budget_s(2.0)  # two hidden cases of 2 s
     assert all(gap >= 0.9 * budget for gap in gaps.values()), gaps
     # 1.75 s apart unpaced; the margin holds on a loaded machine (jitter ~0.2 s).

@@ -17,6 +17,7 @@ import httpx
 import pytest
 
 from tests.service import Service, small_package, start_service
+from tests.test_auth_attacks import client
 from tests.test_service_e2e import backends
 
 INVENTED = 200
@@ -44,12 +45,6 @@ def service(request, tmp_path_factory) -> Iterator[Service]:
             yield service
         finally:
             service.stop()
-
-
-def client(service: Service, address: str) -> httpx.Client:
-    """A browser-like client speaking from `address` (any 127.x address is loopback)."""
-    transport = httpx.HTTPTransport(local_address=address)
-    return httpx.Client(base_url=service.url, transport=transport, timeout=120)
 
 
 def csrf(web: httpx.Client) -> str:
