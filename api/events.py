@@ -11,6 +11,7 @@ that reconnects with `Last-Event-ID` gets the status again and only the cases it
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from collections.abc import AsyncIterator
 from typing import Any
@@ -26,7 +27,6 @@ from api.fdlimit import stream_capacity
 from api.numbers import plain_id
 from api.settings import Settings
 
-SSE_KEEPALIVE_S = 15.0
 STREAM_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}  # api.hotpath too
 RETRY_AFTER_S = 10  # a stream ends with its judging: a slot is soon free again
 
@@ -128,7 +128,8 @@ async def open_stream(request: Request, settings: Settings, sub_id: int, user: C
         headers = {"Retry-After": str(RETRY_AFTER_S)}
         return JSONResponse({"detail": slot}, status_code=429, headers=headers)
     resume = last_event_id(request.headers.get("last-event-id", ""))
-    return EventStream(_events(hub, sub_id, cls, resume, slot, (view, heard)), slot)
+    every = settings.sse_keepalive_s
+    return EventStream(_events(hub, sub_id, cls, resume, slot, (view, heard), every), slot)
 
 
 def last_event_id(header: str) -> tuple[int, int] | None:
@@ -146,23 +147,32 @@ async def _events(
     resume: tuple[int, int] | None,
     slot: Slot,
     first: tuple[View, int],
+    keepalive_s: float,
 ) -> AsyncIterator[str]:
     """`status` on each change, `case` per new result, `end` when done. What a
     contestant may not see yet (hidden cases while judged) is not in the view
     (api.submissions), so it is not in the events either."""
     sent = dict([resume]) if resume else {}  # judging id -> the last case seq sent
     last_status = ""
+    clock = asyncio.get_running_loop().time
+    # A keep-alive is due a fixed time after the last frame *sent*: counted from any
+    # news (a hidden case stored, which this viewer does not see) it would tell when
+    # that news came, and a planner chooses when its hidden cases end.
+    due = clock() + keepalive_s
     try:
         async with hub.watch(sub_id, cls, first) as viewer:
             while True:
-                view = await viewer.next(SSE_KEEPALIVE_S)
+                view = await viewer.next(max(0.0, due - clock()))
                 if view is None:
-                    yield ": keep-alive\n\n"
+                    if clock() >= due:
+                        yield ": keep-alive\n\n"
+                        due = clock() + keepalive_s
                     continue
                 out = _frames(view, sent, last_status)
                 last_status = view.status
                 if out:
                     yield out
+                    due = clock() + keepalive_s
                 if view.final:
                     return
     finally:

@@ -121,6 +121,9 @@ class Settings:
     # Pace hidden cases to their time budget (worker.pacing); "0" only where nobody
     # could read the timing (a test's service, a private rehearsal), never in a contest.
     pace_hidden: bool = field(default_factory=lambda: _env("PACE_HIDDEN", "1") != "0")
+    # A live stream's keep-alive comes this long after the last frame it sent (proxies
+    # close idle connections; tests make it short).
+    sse_keepalive_s: float = field(default_factory=lambda: float(_env("SSE_KEEPALIVE_S", "15")))
     # Freeze what an API process made at startup and by its first requests out of the
     # garbage collector's full passes (api.heap); "0": never (tests' in-process apps).
     heap_freeze: bool = field(default_factory=lambda: _env("HEAP_FREEZE", "1") != "0")

@@ -106,16 +106,27 @@ def read_verdicts(service: Service, token: str, sub_id: int) -> int:
 def observed_gap(service: Service, token: str, sub_id: int) -> float:
     """Seconds from the last public case event to the final status, as the contestant
     sees them on the live stream."""
+    last_public, end, _ = stream_times(service, token, sub_id)
+    return end - last_public
+
+
+def stream_times(service: Service, token: str, sub_id: int) -> tuple[float, float, list[float]]:
+    """When the contestant's stream brought the last public case, the final status and
+    each keep-alive (monotonic seconds)."""
     url = f"{service.url}/api/v1/submissions/{sub_id}/events"
     last_public = end = None
+    keepalives = []
     headers = {"Authorization": f"Bearer {token}"}
     with httpx.stream("GET", url, headers=headers, timeout=300) as reply:
         name = ""
         for line in reply.iter_lines():
-            if line.startswith("event: "):
+            now = time.monotonic()
+            if line.startswith(": keep-alive"):
+                keepalives.append(now)
+            elif line.startswith("event: "):
                 name = line[7:]
             elif line.startswith("data: "):
-                data, now = json.loads(line[6:]), time.monotonic()
+                data = json.loads(line[6:])
                 if name == "case" and data.get("split") == "public":
                     last_public = now
                 if name == "status" and data["status"] in ("done", "error") and end is None:
@@ -123,7 +134,7 @@ def observed_gap(service: Service, token: str, sub_id: int) -> float:
                 if name == "end":
                     break
     assert last_public is not None and end is not None, "no public case or no end seen"
-    return end - last_public
+    return last_public, end, keepalives
 
 
 def mutual_information(pairs: list[tuple[int, int]]) -> tuple[float, float]:

@@ -17,7 +17,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from benchmarks.hidden_channel import SLUG, channel_service, observed_gap, planner
+from benchmarks.hidden_channel import SLUG, channel_service, planner, stream_times
 from tests.service import VENV_BIN, Service
 from tests.test_pages import login, post
 from worker.pacing import budget_s
@@ -116,19 +116,27 @@ def test_final_mode(service: Service) -> None:
 def test_paced_hidden_cases_end_alike(tmp_path: Path, kind: str) -> None:
     """The planner sleeps nothing, or 1.75 s over its hidden cases: the judging's end,
     timed from the last public result, comes at the same time (each hidden case is held
-    to its budget); without pacing the two differ by the 1.75 s."""
-    gaps = {}
-    with channel_service(tmp_path, kind, {"MEMORACE_PACE_HIDDEN": "1"}) as svc:
+    to its budget); without pacing the two differ by the 1.75 s. The stream's keep-alives
+    (every second here) come a whole number of seconds after the last frame sent, not
+    after a hidden case's result was stored (0.5 s into each case for symbol 4)."""
+    gaps, offsets = {}, []
+    env = {"MEMORACE_PACE_HIDDEN": "1", "MEMORACE_SSE_KEEPALIVE_S": "1"}
+    with channel_service(tmp_path, kind, env) as svc:
         hidden = {"hidden_detail": "judged", "hidden_judging": "submission"}
         assert svc.api("PUT", "/api/v1/admin/contest", json=hidden).status_code == 200
         token = svc.add_team("eve", "eve")
-        for symbol in (0, 7):
+        for symbol in (0, 7, 4):
             path = tmp_path / f"p{symbol}.py"
             path.write_text(planner(symbol, symbol))
             sub_id = svc.submit(token, SLUG, path)["id"]
-            gaps[symbol] = observed_gap(svc, token, sub_id)
+            last_public, end, keepalives = stream_times(svc, token, sub_id)
+            gaps[symbol] = end - last_public
+            offsets += [k - last_public for k in keepalives if last_public < k < end]
     budget = 2 * budget_s(2.0)  # two hidden cases of 2 s
     assert all(gap >= 0.9 * budget for gap in gaps.values()), gaps
     # 1.75 s apart unpaced; the margin holds on a loaded machine (jitter ~0.2 s).
     assert abs(gaps[7] - gaps[0]) < 0.9, gaps
+    assert len(offsets) >= 12, offsets
+    off_beat = [round(o, 2) for o in offsets if abs(o - round(o)) > 0.3]
+    assert not off_beat, (off_beat, offsets)
     print(f"\npaced gaps: {gaps} (budget {budget:.1f} s)")
