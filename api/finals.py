@@ -23,9 +23,20 @@ from sqlalchemy.orm import Session
 
 from api import queue
 from api.audit import record
-from api.db.models import Contest, Judging, Problem, ProblemVersion, Submission, Team, User
+from api.db.models import (
+    Contest,
+    Judging,
+    Problem,
+    ProblemVersion,
+    Submission,
+    Team,
+    User,
+    aware,
+    utcnow,
+)  # fmt: skip
 from api.errors import Conflict, Forbidden, NotFound, ServiceError
 from api.problems import current_version
+from api.submissions import lock_team
 
 MODES = ("submission", "final")
 MAX_PICKS = 20
@@ -44,12 +55,21 @@ def final_mode(db: Session) -> bool:
 def split_for(db: Session, sub: Submission, kind: str) -> str:
     """The split a judging of `sub` of this `kind` runs."""
     contest = contest_row(db)
-    revealed = contest is not None and contest.hidden_revealed
-    if kind == "final" or (sub.hidden_score is not None and kind == "rejudge"):
-        return "all"  # the final judging, or a rejudge of one that met the hidden cases
+    if kind == "final":
+        return "all"
     if sub.team.system:
-        return "all" if revealed else "public"
-    return "public" if contest is not None and contest.hidden_judging == "final" else "all"
+        return "all" if contest is not None and contest.hidden_revealed else "public"
+    if contest is None or contest.hidden_judging != "final":
+        return "all"
+    # Hidden cases only in the final judging: a rejudge of a submission judged finally
+    # (or whose final judging failed) is one again; any other judging, public only
+    # (scores a submission met the hidden cases with in the other mode do not count).
+    return "all" if kind == "rejudge" and _ever_final(db, sub) else "public"
+
+
+def _ever_final(db: Session, sub: Submission) -> bool:
+    found = select(Judging.id).where(Judging.submission_id == sub.id, Judging.kind == "final")
+    return db.scalar(found.limit(1)) is not None
 
 
 def paces_hidden(db: Session, sub: Submission, kind: str) -> bool:
@@ -78,13 +98,16 @@ def picks(db: Session, team: Team, version: ProblemVersion) -> list[Submission]:
     return [best] if best is not None else []
 
 
-def started(db: Session, version: ProblemVersion) -> bool:
-    """Whether the final judging of `version` has been started (picks are then locked)."""
+def started(db: Session, version: ProblemVersion, team: Team | None = None) -> bool:
+    """Whether the final judging of `version` (of `team`'s submissions) has been started:
+    the picks are fixed from then on."""
     found = (
         select(Judging.id)
         .join(Submission)
         .where(Submission.version_id == version.id, Judging.kind == "final")
     )
+    if team is not None:
+        found = found.where(Submission.team_id == team.id)
     return db.scalar(found.limit(1)) is not None
 
 
@@ -103,12 +126,16 @@ def view(db: Session, team: Team, slug: str) -> dict[str, Any]:
 
 
 def choose(db: Session, user: User, slug: str, ids: list[int]) -> dict[str, Any]:
-    """A team's picks for the final judging of `slug` (replacing earlier ones)."""
+    """A team's picks for the final judging of `slug` (replacing earlier ones), while
+    the contest runs."""
     team = user.team
     if team is None:
         raise Forbidden("only a team's members pick its submissions")
+    lock_team(db, team.id)  # two requests at once must not make K + K picks
     version = current_version(db, slug)
     contest = contest_row(db)
+    if contest is not None and contest.end_at is not None and utcnow() >= aware(contest.end_at):
+        raise Conflict("the contest has ended: the picks are fixed")
     allowed = contest.final_picks if contest else 1
     if len(set(ids)) != len(ids):
         raise ServiceError("each submission at most once", 422)
@@ -147,17 +174,40 @@ def _picked(db: Session, team: Team, version: ProblemVersion) -> list[Submission
 
 def start(db: Session, actor: User | None, slug: str | None) -> list[int]:
     """Queue the final judging of every team's picks (and the baselines) on `slug`'s current
-    version, or every problem's; a submission judged finally already is left alone, so a
-    second call only adds what is new. Returns the new judgings' ids."""
+    version, or every problem's. The first call fixes each team's picks (its best public
+    submission where it chose none, at most `final_picks`); a later one queues again only
+    what of those has no final judging (one that failed). Returns the new judgings' ids."""
+    contest = contest_row(db)
+    if contest is None or contest.hidden_judging != "final":
+        raise Conflict("this contest judges hidden cases with every submission "
+                       "(hidden_judging = submission): there is no final judging")  # fmt: skip
+    if contest.end_at is not None and utcnow() < aware(contest.end_at):
+        raise Conflict("the contest is still open: the final judging starts after its end")
     versions = [current_version(db, slug)] if slug else _current_versions(db)
     ids = []
     for version in versions:
         for team in db.scalars(select(Team).where(Team.disqualified.is_(False))):
-            subs = _baseline_subs(db, team, version) if team.system else picks(db, team, version)
+            if team.system:
+                subs = _baseline_subs(db, team, version)
+            else:
+                subs = _fixed_picks(db, team, version, contest.final_picks)
             ids += [_queue_final(db, sub) for sub in subs if not _has_final(db, sub)]
     db.flush()
     record(db, actor, "final_judging", slug or "all problems", {"judgings": ids})
     return ids
+
+
+def _fixed_picks(db: Session, team: Team, version: ProblemVersion, most: int) -> list[Submission]:
+    """The team's picks, fixed by the first start (marked, at most `most`): a submission
+    that ends later with a better public score does not join them."""
+    if started(db, version, team):
+        return _picked(db, team, version)
+    chosen = picks(db, team, version)
+    for sub in chosen[most:]:
+        sub.final_pick = False
+    for sub in chosen[:most]:
+        sub.final_pick = True
+    return chosen[:most]
 
 
 def _current_versions(db: Session) -> list[ProblemVersion]:

@@ -162,7 +162,7 @@ def _public_first(sub: Submission) -> tuple:
 def _finals_first(sub: Submission) -> tuple:
     """With hidden cases judged only at the end (api.finals), a team's row is its best
     finally judged submission, else its best public one."""
-    judged = sub.hidden_score is not None
+    judged = sub.final_pick and sub.hidden_score is not None  # not a score of another mode
     return (judged, sub.hidden_score if judged else 0.0, sub.public_score, -sub.id)
 
 

@@ -146,7 +146,7 @@ def _clean_name(filename: str) -> str:
 def _check_rate(db: Session, settings: Settings, user: User) -> None:
     """Counted under the team's write lock, held until the caller commits the insert:
     parallel uploads of one team are counted one after the other, never together."""
-    _lock_team(db, user.team_id)
+    lock_team(db, user.team_id)
     since = utcnow() - timedelta(seconds=settings.rate_window_s)
     recent = db.scalar(
         select(func.count(Submission.id)).where(
@@ -160,7 +160,7 @@ def _check_rate(db: Session, settings: Settings, user: User) -> None:
         )
 
 
-def _lock_team(db: Session, team_id: int | None) -> None:
+def lock_team(db: Session, team_id: int | None) -> None:
     if db.get_bind().dialect.name == "postgresql":
         db.execute(select(Team.id).where(Team.id == team_id).with_for_update())
     else:  # SQLite locks the whole database: a no-op write takes its write lock now

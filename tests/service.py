@@ -397,7 +397,11 @@ def serve_script(tmp: Path, extra_env: dict[str, str] | None = None) -> Iterator
         yield f"http://127.0.0.1:{port}", data
     finally:
         os.killpg(proc.pid, signal.SIGTERM)
-        proc.wait(30)
+        try:  # a worker still starting under load may take a while to stop cleanly
+            proc.wait(60)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(30)
 
 
 def answers(url: str) -> bool:

@@ -12,6 +12,8 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import httpx
@@ -49,6 +51,8 @@ def memorace(service: Service, token: str, *args: str) -> str:
 
 
 def test_final_mode(service: Service) -> None:
+    early = service.api("POST", "/api/v1/admin/final-judging", json={})
+    assert early.status_code == 409 and "every submission" in early.text, early.text
     contest = {"hidden_judging": "final", "final_picks": 2}
     assert service.api("PUT", "/api/v1/admin/contest", json=contest).status_code == 200
     for wrong in ({"hidden_judging": "later"}, {"final_picks": 0}, {"final_picks": 21}):
@@ -87,10 +91,36 @@ def test_final_mode(service: Service) -> None:
             picked = service.api("GET", f"/api/v1/problems/{SLUG}/final", red).json()["picked"]
             assert picked == expected
 
+    # Picks sent at once never make more than K (each request locks the team).
+    d = submit(service, red, 2, 4)
+    pairs = [[a, b], [d, a], [b, d], [a], [d, b], [b, a]]
+    with ThreadPoolExecutor(len(pairs)) as pool:
+        answers = list(
+            pool.map(
+                lambda ids: service.api(
+                    "PUT", f"/api/v1/problems/{SLUG}/final", red, json={"submissions": ids}
+                ),
+                pairs,
+            )
+        )
+    assert all(r.status_code == 200 for r in answers), [r.text for r in answers]
+    assert len(service.api("GET", f"/api/v1/problems/{SLUG}/final", red).json()["picked"]) <= 2
+    assert service.api("PUT", f"/api/v1/problems/{SLUG}/final", red,
+                       json={"submissions": [b]}).status_code == 200  # fmt: skip
+
+    soon = (datetime.now(UTC) + timedelta(hours=1)).isoformat()
+    assert service.api("PUT", "/api/v1/admin/contest", json={"end_at": soon}).is_success
+    still_open = service.api("POST", "/api/v1/admin/final-judging", json={})
+    assert still_open.status_code == 409 and "still open" in still_open.text
+    ended = (datetime.now(UTC) - timedelta(seconds=1)).isoformat()
+    assert service.api("PUT", "/api/v1/admin/contest", json={"end_at": ended}).is_success
+    late = service.api("PUT", f"/api/v1/problems/{SLUG}/final", red, json={"submissions": [a]})
+    assert late.status_code == 409 and "ended" in late.text, late.text
+
     started = service.api("POST", "/api/v1/admin/final-judging", json={"problem": SLUG})
     assert started.status_code == 202 and started.json()["count"] == 2, started.text
-    late = service.api("PUT", f"/api/v1/problems/{SLUG}/final", red, json={"submissions": [a]})
-    assert late.status_code == 409, late.text
+    fixed = service.api("GET", f"/api/v1/problems/{SLUG}/final", blue).json()
+    assert fixed["picked"] == [c] and fixed["locked"], fixed  # its default, fixed now
     for sub_id, token in ((b, red), (c, blue)):
         mine = service.wait_done(token, sub_id)
         assert mine["hidden_score"] is None and mine["cases_total"] == 3, mine
@@ -108,7 +138,7 @@ def test_final_mode(service: Service) -> None:
     board = service.api("GET", f"/api/v1/leaderboard/{SLUG}", red).json()
     shown = {row["team"]: row["hidden_score"] for row in board["rows"]}
     assert shown == {"red": SCORE, "blue": SCORE}, board
-    back = {"hidden_revealed": False, "hidden_judging": "submission"}
+    back = {"hidden_revealed": False, "hidden_judging": "submission", "end_at": None}
     assert service.api("PUT", "/api/v1/admin/contest", json=back).is_success
 
 

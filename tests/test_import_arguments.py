@@ -181,6 +181,14 @@ def nested_list_bomb(depth: int) -> bytes:
     return b"\x80\x04}(" + _su("device_traces") + b"]]}" + _su("action") + inner + b"saau."
 
 
+def huge_address_bomb(digits_bytes: int) -> bytes:
+    """Every entry shares one integer of `digits_bytes` bytes as its address: hashed again
+    at each use (an hour for 4 MB before); 20,000 bytes is past int-to-str's limit."""
+    entry = {"action": "alloc", "addr": 1 << (8 * digits_bytes - 2), "size": 1}
+    n = digits_bytes // 2 + 19_000
+    return pickle.dumps({"device_traces": [[entry] * n], "segments": []}, protocol=4)
+
+
 def test_the_bombs_are_what_they_claim():
     doc = pickle.loads(shared_trace_bomb(1000, 8))
     traces = doc["device_traces"]
@@ -199,6 +207,8 @@ def test_the_bombs_are_what_they_claim():
         ("blocks", lambda: shared_blocks_bomb(1_000_000), "refers to one object 1,000,000 times"),
         ("tuple", lambda: tuple_key_bomb(60), "a dict key is a tuple"),
         ("repr", lambda: nested_list_bomb(80), "'action' must be str, got a list of 2 items"),
+        ("huge int", lambda: huge_address_bomb(4096), "not a 64-bit address or size"),
+        ("huger int", lambda: huge_address_bomb(20_000), "not a 64-bit address or size"),
     ],
 )
 def test_memo_bombs_are_refused_in_bounded_work(tmp_path: Path, name, make, message):

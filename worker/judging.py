@@ -96,29 +96,36 @@ def _judge(
     with session_scope(url) as db:
         db.get(Judging, judging_id).sandbox = recorded_name(box)  # type: ignore[union-attr]
     store = blob_store(settings)
+    hidden = sum(1 for c in problem.cases if c.split != "public" and c.name in weights)
     pace = HiddenPace(problem.limits.time_limit_s, claimed.paced and settings.pace_hidden,
-                      judging_id)  # fmt: skip
+                      judging_id, hidden)  # fmt: skip
 
     def on_result(result: CaseResult) -> None:
         _store(url, judging_id, attempt, result, weights)
         pace.hold(result)  # stored first: organizers see it at once
 
-    report = judge_planner(
-        problem,
-        artifact,
-        split=claimed.split,
-        on_result=on_result,
-        on_start=pace.start,
-        sandbox=box,
-        gpu_slot=gpu_slot,
-        keep_plan=lambda plan, _digest: store.put_file(plan),
-        replay_backend=settings.replay_for(problem.slug),
-        # Per team: no team learns from a first result's speed whether another built
-        # these bytes, or gets another team's build (judge.buildcache).
-        build_cache=BuildCache(
-            settings.build_cache, settings.build_cache_mb * 2**20, owner=claimed.team
-        ),
-    )
+    try:
+        report = judge_planner(
+            problem,
+            artifact,
+            split=claimed.split,
+            on_result=on_result,
+            on_start=pace.start,
+            sandbox=box,
+            gpu_slot=gpu_slot,
+            keep_plan=lambda plan, _digest: store.put_file(plan),
+            replay_backend=settings.replay_for(problem.slug),
+            # Per team: no team learns from a first result's speed whether another built
+            # these bytes, or gets another team's build (judge.buildcache).
+            build_cache=BuildCache(
+                settings.build_cache, settings.build_cache_mb * 2**20, owner=claimed.team
+            ),
+        )
+    except Superseded:
+        raise
+    except Exception:  # a judge error: in a hidden case, told when its cases would end
+        pace.hold_failure()
+        raise
     if report.build_cached:
         log.info("judging build reused from the build cache", extra={"judging": judging_id})
     _finish(url, judging_id, attempt, report.build_error)

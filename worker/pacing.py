@@ -41,14 +41,17 @@ class HiddenPace:
         time_limit_s: float,
         active: bool,
         judging_id: int,
+        hidden: int,
         sleep: Callable[[float], object] = time.sleep,
     ):
         self.budget, self.active, self.judging_id = budget_s(time_limit_s), active, judging_id
         self.sleep = sleep
+        self.hidden_left = hidden  # hidden cases not yet held
         self.started: float | None = None
+        self.in_hidden = False
 
     def start(self, spec: CaseSpec) -> None:
-        self.started = time.monotonic()
+        self.started, self.in_hidden = time.monotonic(), spec.split != "public"
 
     def hold(self, result: CaseResult) -> None:
         if not self.active or result.split == "public" or self.started is None:
@@ -63,6 +66,17 @@ class HiddenPace:
                 result.case, self.budget, -left, self.judging_id,
             )  # fmt: skip
         self.started = None
+        self.hidden_left -= 1
+
+    def hold_failure(self) -> None:
+        """A judge error during a hidden case (the judging goes back to the queue or
+        fails): it is told when every hidden case left would have ended, else its moment
+        would say how long the planner ran on this one."""
+        if not self.active or not self.in_hidden or self.started is None:
+            return
+        left = self.started + self.budget * max(1, self.hidden_left) - time.monotonic()
+        if left > 0:
+            self.sleep(left)
 
 
 __all__ = ["HiddenPace", "budget_s"]

@@ -38,7 +38,8 @@ def rescore_version(settings: Settings, version_id: int) -> int:
             old = db.get(Judging, sub.current_judging_id)
             if old is None:
                 continue
-            new = Judging(submission_id=sub.id, kind="rescore", status="running", attempt=1)
+            new = Judging(submission_id=sub.id, kind="rescore", status="running", attempt=1,
+                          split=old.split)  # fmt: skip
             db.add(new)
             db.flush()
             for row in old.results:

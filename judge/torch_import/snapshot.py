@@ -196,6 +196,10 @@ def _field(entry: Any, key: str, kind: type, where: str, path: Path | str) -> An
     value = entry.get(key)
     if not isinstance(value, kind) or isinstance(value, bool):
         raise CaseError(f"{where}: '{key}' must be {kind.__name__}, got {_show(value)}", path)
+    # Addresses and sizes are 64-bit: a longer integer is hashed again at every use (one
+    # shared through the memo by millions of entries costs their count times its length).
+    if kind is int and not 0 <= value < 2**64:
+        raise CaseError(f"{where}: '{key}' is not a 64-bit address or size", path)
     return value
 
 
