@@ -117,6 +117,32 @@ def test_a_worker_without_namespaces_refuses_to_start(tmp_path, no_namespaces, k
     assert "apt-get install bubblewrap" in line and "MEMORACE_ALLOW_UNISOLATED=1" in line
 
 
+def test_a_bubblewrap_that_leaves_the_network_is_caught():
+    """The probe makes its sandbox as a run does (/proc, /dev, read-only root) and checks
+    that only loopback is left: a bubblewrap that shares the host's network (here the
+    real one, told --share-net) does not pass for an isolating one."""
+    real = shutil.which("bwrap")
+    if real is None:
+        pytest.skip("needs bubblewrap")  # the refusal without it is tested above
+    folder = Path(tempfile.mkdtemp(prefix="memorace-net-bwrap-"))  # `nobody` runs it
+    folder.chmod(0o755)
+    # --share-net after the probe's first option, --unshare-all (the later one counts)
+    wrapper = f'#!/bin/sh\nfirst=$1; shift\nexec {real} "$first" --share-net "$@"\n'
+    (folder / "bwrap").write_text(wrapper)
+    (folder / "bwrap").chmod(0o755)
+    code = "from judge.sandbox.local_isolation import bwrap_problem; print(bwrap_problem())"
+    env = {**os.environ, "PATH": f"{folder}:{os.environ['PATH']}"}
+    try:
+        said = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, text=True,
+                              capture_output=True, timeout=120, check=True).stdout  # fmt: skip
+    finally:
+        shutil.rmtree(folder)
+    assert "still has a network interface" in said, said
+    plain = subprocess.run([sys.executable, "-c", code], cwd=ROOT, text=True,
+                           capture_output=True, timeout=120, check=True).stdout  # fmt: skip
+    assert plain.strip() == "", plain
+
+
 def test_a_non_root_worker_refuses_even_in_development_mode(no_namespaces):
     """Without root there is no network namespace to give: no setting allows it. The
     check itself runs as `nobody` (this interpreter lies where `nobody` cannot read)."""

@@ -37,6 +37,12 @@ SYSTEM_VIEW = (
     "--symlink", "usr/lib64", "/lib64",
     "--symlink", "usr/sbin", "/sbin",
 )  # fmt: skip
+# What every real run adds (local.LocalSession), so that the probe fails where a run
+# would (a host that refuses a new /proc), and the check that no network is left: the
+# new namespace's /proc/net/dev lists two header lines and the loopback only.
+RUN_VIEW = ("--proc", "/proc", "--dev", "/dev")
+LAST = ("--remount-ro", "/")  # after the mounts (a tmpfs on /tmp), as in a real run
+NO_NETWORK = 'test "$(grep -c : /proc/net/dev)" -le 1'
 INSTALL = (
     "install bubblewrap (apt-get install bubblewrap) on a host that allows unprivileged "
     "user namespaces (sysctl kernel.unprivileged_userns_clone=1 and "
@@ -77,7 +83,7 @@ def _probe(*options: str) -> str:
     """bubblewrap's error making a sandbox as a planner's would be made ('' = none)."""
     try:
         probe = subprocess.run(
-            ["bwrap", *SYSTEM_VIEW, *options, "/bin/true"],
+            ["bwrap", *SYSTEM_VIEW, *RUN_VIEW, *options, *LAST, "/bin/sh", "-c", NO_NETWORK],
             capture_output=True,
             preexec_fn=lambda: drop_privileges(PROBE_UID),
             timeout=60,
@@ -88,6 +94,8 @@ def _probe(*options: str) -> str:
     if probe.returncode == 0:
         return ""
     said = one_line(probe.stderr.decode(errors="replace"))
+    if not said and probe.returncode == 1:  # the check itself: bwrap says why it fails
+        return "a planner's sandbox still has a network interface besides loopback"
     return said or f"bwrap exited with status {probe.returncode}"
 
 
