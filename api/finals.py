@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import Select, select
 from sqlalchemy.orm import Session
 
 from api import queue
@@ -82,11 +82,7 @@ def paces_hidden(db: Session, sub: Submission, kind: str) -> bool:
 def picks(db: Session, team: Team, version: ProblemVersion) -> list[Submission]:
     """What the final judging takes of `team` on `version`: its picks, or else its best
     public submission (the earliest of equals)."""
-    mine = select(Submission).where(
-        Submission.team_id == team.id,
-        Submission.version_id == version.id,
-        Submission.disqualified.is_(False),
-    )
+    mine = _team_subs(team, version).where(Submission.disqualified.is_(False))
     chosen = list(db.scalars(mine.where(Submission.final_pick.is_(True)).order_by(Submission.id)))
     if chosen:
         return chosen
@@ -164,12 +160,14 @@ def _own(db: Session, team: Team, version: ProblemVersion, sub_id: int) -> Submi
 
 
 def _picked(db: Session, team: Team, version: ProblemVersion) -> list[Submission]:
-    rows = select(Submission).where(
-        Submission.team_id == team.id,
-        Submission.version_id == version.id,
-        Submission.final_pick.is_(True),
-    )
+    rows = _team_subs(team, version).where(Submission.final_pick.is_(True))
     return list(db.scalars(rows.order_by(Submission.id)))
+
+
+def _team_subs(team: Team, version: ProblemVersion) -> Select[tuple[Submission]]:
+    return select(Submission).where(
+        Submission.team_id == team.id, Submission.version_id == version.id
+    )
 
 
 def start(db: Session, actor: User | None, slug: str | None) -> list[int]:
@@ -216,10 +214,8 @@ def _current_versions(db: Session) -> list[ProblemVersion]:
 
 
 def _baseline_subs(db: Session, team: Team, version: ProblemVersion) -> list[Submission]:
-    rows = select(Submission).where(
-        Submission.team_id == team.id, Submission.version_id == version.id
-    )
-    return [s for s in db.scalars(rows) if s.hidden_score is None]
+    rows = _team_subs(team, version).where(Submission.hidden_score.is_(None))
+    return list(db.scalars(rows))
 
 
 def _has_final(db: Session, sub: Submission) -> bool:

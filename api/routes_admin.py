@@ -10,7 +10,7 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse
 from pydantic import AfterValidator, BaseModel, Field, field_validator
 
-from api import admin, audit, baselines, imports, problems, queue
+from api import admin, audit, baselines, finals, imports, problems, queue
 from api.audit import record
 from api.auth import expiry, iso, utc
 from api.deps import DB, Admin, Config, Id
@@ -86,7 +86,7 @@ class ContestIn(Body):
     baselines: bool | None = None
     # When hidden cases run: with every submission, or in the final judging (api.finals).
     hidden_judging: Literal["submission", "final"] | None = None
-    final_picks: int | None = Field(default=None, ge=1, le=20)  # how many a team picks
+    final_picks: int | None = Field(default=None, ge=1, le=finals.MAX_PICKS)  # a team's picks
 
 
 PACKAGE_FORM = form_schema("a problem package as .zip or .tar.gz", {})
