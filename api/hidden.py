@@ -18,8 +18,9 @@ from api.db.models import CaseResultRow, Contest, Judging, Submission, User
 HIDDEN_DETAILS = ("verdict", "judged")
 JUDGED = "JUDGED"  # the verdict shown for a hidden case under hidden_detail = "judged"
 # Every field of a case result that depends on the case (all but its name and split).
+# (The online type's request times are a timing channel, like time_s: withheld alike.)
 WITHHELD = ("score", "message", "peak", "lower_bound", "time_s", "makespan_us", "log",
-            "plan_digest")  # fmt: skip
+            "plan_digest", "request_us_mean", "request_us_p99")  # fmt: skip
 
 
 def sees_hidden(user: User | None, revealed: bool) -> bool:

@@ -36,13 +36,17 @@ def verify(
     capacity: Annotated[
         int | None, typer.Option(help="bytes; default: from NAME.CAP.csv or the case file")
     ] = None,
-    type_: Annotated[str, typer.Option("--type", help="problem type")] = "offset",
+    type_: Annotated[
+        str | None,
+        typer.Option("--type", help="problem type; default by the case's suffix (.events: online)"),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="one JSON object")] = False,
 ) -> None:
-    """Verify PLAN for CASE: verdict, peak, lower bound and score."""
+    """Verify PLAN for CASE: verdict, peak, lower bound and score (an `online` transcript
+    is verified as the plan of its case)."""
     cap = capacity if capacity is not None else name_and_capacity(case)[1]
     try:
-        ptype = get_type(type_)
+        ptype = get_type(type_ or _type_of(case))
         parsed = ptype.parse_case(case, cap)  # None: the case file's own, or 2^62
     except (KeyError, InputError) as exc:
         message = f"bad case: {exc}" if isinstance(exc, InputError) else str(exc.args[0])
@@ -70,6 +74,11 @@ def verify(
         figures += [f"lower bound {bound} {ptype.bound_unit}", f"score {score:.6f}"]
         out.print("  ".join(figures))
     raise typer.Exit(0 if verification.verdict == Verdict.OK else 1)
+
+
+def _type_of(case: Path) -> str:
+    """The type whose case files end like `case` (offset's .csv when none)."""
+    return next((t for t in known_types() if case.name.endswith(get_type(t).case_suffix)), "offset")
 
 
 @problem_app.command("check")
@@ -127,18 +136,24 @@ def problem_import_torch(
     alignment: Annotated[int, typer.Option(help="bytes, every buffer")] = 512,
     dest: Annotated[Path, typer.Option(help="where packages live")] = ROOT / "problems",
     hidden: Annotated[list[str] | None, typer.Option(help="case name for the hidden split")] = None,
+    type_: Annotated[
+        str, typer.Option("--type", help="offset (the whole trace) | online (request by request)")
+    ] = "offset",
 ) -> None:
-    """Make an `offset` package from what PyTorch recorded: CUDA memory snapshots
-    (`torch.cuda.memory._dump_snapshot`) or profiler Chrome traces (profile_memory=True),
-    one case per file and device. Snapshots are read as data: nothing in them runs."""
+    """Make an `offset` (or `--type online`) package from what PyTorch recorded: CUDA
+    memory snapshots (`torch.cuda.memory._dump_snapshot`) or profiler Chrome traces
+    (profile_memory=True), one case per file and device. Snapshots are read as data:
+    nothing in them runs."""
+    from judge.torch_import.online import import_torch_online
     from judge.torch_import.package import import_torch
 
+    if type_ not in ("offset", "online"):
+        raise _fail("--type must be offset or online")
     if not 1 <= alignment <= 2**30:
         raise _fail("--alignment must be from 1 to 2^30")
+    importer = import_torch_online if type_ == "online" else import_torch
     try:
-        problem, notes = import_torch(
-            files, dest, slug, capacity, alignment, frozenset(hidden or ())
-        )
+        problem, notes = importer(files, dest, slug, capacity, alignment, frozenset(hidden or ()))
     except InputError as exc:
         raise _fail(str(exc)) from None
     for note in notes:

@@ -109,11 +109,13 @@ def print_cases(
     hidden_score: float | None,
 ) -> None:
     """The case table, each case's message, then the scores and verdict counts."""
-    timed = any(c.get("makespan_us") is not None for c in cases)
     columns = ["case", "split", "verdict", "peak", "lower bound", "score", "time s"]
-    table = new_table(title, columns + (["makespan µs"] if timed else []), columns[:3])
+    keys = ["peak", "lower_bound", "score", "time_s"]
+    for key, header in _optional_columns(cases):
+        columns.append(header)
+        keys.append(key)
+    table = new_table(title, columns, columns[:3])
     for case in cases:
-        keys = ["peak", "lower_bound", "score", "time_s"] + (["makespan_us"] if timed else [])
         verdict = _verdict(case)
         table.add_row(
             Text(str(case.get("case", ""))),  # Text: names and verdicts are not markup
@@ -135,6 +137,16 @@ def print_cases(
     )
 
 
+# Columns shown only when some case has them: the offload type's simulated makespan, an
+# interactive type's (online) time per request from the judge's write to the answer.
+OPTIONAL = (("makespan_us", "makespan µs"), ("request_us_mean", "µs/request"),
+            ("request_us_p99", "p99 µs/request"))  # fmt: skip
+
+
+def _optional_columns(cases: Sequence[Mapping[str, Any]]) -> list[tuple[str, str]]:
+    return [(k, h) for k, h in OPTIONAL if any(c.get(k) is not None for c in cases)]
+
+
 def verdict_counts(verdicts: Iterable[str]) -> str:
     """ "OK 12, INVALID_PLAN 1": most frequent first, then by name; "none" when empty."""
     counts = Counter(verdicts)
@@ -146,6 +158,8 @@ def _cell(case: Mapping[str, Any], key: str) -> str:
     value = case.get(key)
     if value is None and case.get("withheld"):
         return WITHHELD
+    if key.startswith("request_us") and isinstance(value, int | float):
+        return f"{value:.1f}"
     return f"{value:.4f}" if key == "score" and isinstance(value, int | float) else fmt(value)
 
 

@@ -97,6 +97,14 @@ def build_package(dest_root: Path, slug: str, fill: Callable[[Path], None]) -> P
     return load_problem(target)
 
 
+def check_files(files: list[Path], dest_root: Path) -> list[Path]:
+    """The recordings an importer was given, refused when there are none or a path
+    holds a NUL (the operating system would refuse it with a less useful message)."""
+    if not files:
+        raise PackageError("no files given", dest_root)
+    return [_path(f, "FILE") for f in files]
+
+
 def check_options(slug: str, dest_root: Path, capacity: int | None) -> None:
     """The options every importer takes, checked before any file is read."""
     if not SLUG.fullmatch(slug):
@@ -163,13 +171,26 @@ def write_offset_package(
     staging: Path, slug: str, origin: str, cases: list[dict[str, object]], note: str
 ) -> None:
     """problem.toml and a statement stub (`note` says where the cases came from)."""
+    statement = STATEMENT.format(title=slug, source=note)
+    write_package(staging, slug, origin, "offset", cases, statement)
+
+
+def write_package(
+    staging: Path,
+    slug: str,
+    origin: str,
+    type_name: str,
+    cases: list[dict[str, object]],
+    statement: str,
+) -> None:
+    """An imported package's problem.toml (the importers' limits) and its statement."""
     doc = {
         "slug": slug,
         "name": f"{slug} ({origin})",
-        "type": "offset",
+        "type": type_name,
         "version": 1,
         "limits": {"time_limit_s": 60.0, "memory_limit_mb": 2048, "cpus": 1, "gpus": 0},
         "cases": cases,
     }
     (staging / "problem.toml").write_bytes(tomli_w.dumps(doc).encode())
-    (staging / "statement.md").write_text(STATEMENT.format(title=slug, source=note))
+    (staging / "statement.md").write_text(statement)

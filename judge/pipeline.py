@@ -105,6 +105,10 @@ def judge_case(
     _empty(session.case_dir)
     limits = {**problem.limits.as_dict(), "time_limit_s": time_limit_s, "name": lc.spec.name}
     ptype.write_planner_input(lc.case, session.case_dir, limits)
+    if getattr(ptype, "interactive", False):  # an allocator answering request by request
+        from judge.interactive import judge_dialog_case
+
+        return judge_dialog_case(problem, lc, session, time_limit_s, keep_plan, replay_backend)
     run = session.run_case(time_limit_s)
     failure = _failure(run, time_limit_s)
     if failure:

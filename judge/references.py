@@ -7,13 +7,21 @@ from __future__ import annotations
 from pathlib import Path
 
 FOLDER = Path(__file__).resolve().parents[1] / "reference_solutions"
-LEVELS = ("naive", "greedy", "strong")
+# "caching" (PyTorch's CUDA caching allocator) only for the online type: the board
+# shows what a framework's allocator scores between greedy and strong.
+LEVELS = ("naive", "greedy", "caching", "strong")
 BASELINES: dict[str, dict[str, str]] = {
     "offset": {"naive": "naive.py", "greedy": "greedy_size.cpp", "strong": "strong_search.cpp"},
     "offload": {
         "naive": "offload_naive.py",
         "greedy": "offload_greedy.py",
         "strong": "offload_strong.tar.gz",  # made by reference_solutions/offload_strong_v2/pack.py
+    },
+    "online": {
+        "naive": "online_naive.py",
+        "greedy": "online_greedy.py",
+        "caching": "online_caching.py",
+        "strong": "online_strong.tar.gz",  # made by reference_solutions/online_strong/pack.py
     },
 }
 # The starter kit's template per language: the simplest reference that passes.

@@ -153,4 +153,10 @@ def replay(type_name: str, case: Any, plan: Any, backend: str = "numpy") -> Repl
         from judge.replay_offload import replay_offload
 
         return replay_offload(case, plan, xp, name)
+    if type_name == "online":  # a transcript is an offset plan of the answered requests
+        from judge.types.online.verifier import offset_view
+
+        if plan.answered < len(case):  # a run cut short: no replay proves it whole
+            return ReplayResult(False, f"replay: {plan.answered} of {len(case)} answered", name)
+        return replay_offset(*offset_view(case, plan), xp, name)
     return ReplayResult(True, f"no replay for problem type {type_name}", name)

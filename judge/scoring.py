@@ -24,6 +24,8 @@ class CaseResult:
     plan_digest: str | None = None  # sha256 of the plan file, for rescoring and audit
     log: str = ""  # planner's stdout/stderr tail; shown for public cases only
     makespan_us: float | None = None  # timed problem types (offload): the simulated makespan
+    request_us_mean: float | None = None  # interactive types (online): time per request, µs
+    request_us_p99: float | None = None
 
     def as_dict(self) -> dict[str, Any]:
         data = asdict(self)

@@ -5,7 +5,8 @@ contestant needs to start and to judge locally exactly as the service does.
       README.md          the exact local command, and how to install it
       CONTRACT.md        the planner contract of the problem's type
       planner.py         a template planner per language (a reference planner that
-      planner.cpp        passes the public cases)
+      planner.cpp        passes the public cases); for the online type allocator.py
+                         and allocator.cpp (judge/starter/: best fit, commented)
       <slug>/            the package with its public cases only: problem.toml (hidden
                          cases left out), statement.md, data/public/
 
@@ -27,7 +28,19 @@ from judge.references import FOLDER, templates_for
 
 STAMP = (1980, 1, 1, 0, 0, 0)
 SUFFIX = {"python": "py", "cpp": "cpp"}
+STARTER = Path(__file__).parent / "starter"  # package data
+STARTERS = {"online": ("allocator.py", "allocator.cpp")}  # best fit over a free list, commented
 INSTALL = "pip install 'memorace @ git+REPOSITORY'"  # REPOSITORY: where the service's code is
+
+
+def kit_templates(ptype: str) -> dict[str, Path]:
+    """{name in the kit: file}, Python first: the reference planners of the type, or for
+    an interactive type (online) the allocator templates kept here (judge/starter/)."""
+    if ptype in STARTERS:
+        found = {name: STARTER / name for name in STARTERS[ptype]}
+        return {name: path for name, path in found.items() if path.is_file()}
+    named = templates_for(ptype)
+    return {f"planner.{SUFFIX[lang]}": named[lang] for lang in SUFFIX if lang in named}
 
 
 def command(problem: Problem, planner: str = "planner.py") -> str:
@@ -46,11 +59,11 @@ def starter_kit(problem: Problem, repository: str = "") -> tuple[str, bytes]:
         files[f"{problem.slug}/{spec.path.relative_to(problem.root).as_posix()}"] = (
             spec.path.read_bytes()
         )
-    templates = templates_for(problem.type)
-    for lang, path in templates.items():
-        files[f"planner.{SUFFIX[lang]}"] = path.read_bytes()
+    templates = kit_templates(problem.type)
+    for name, path in templates.items():
+        files[name] = path.read_bytes()
     files["CONTRACT.md"] = contract(problem.type).encode()
-    files["README.md"] = readme(problem, sorted(templates), repository).encode()
+    files["README.md"] = readme(problem, list(templates), repository).encode()
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as zf:
         for name in sorted(files):
@@ -59,6 +72,28 @@ def starter_kit(problem: Problem, repository: str = "") -> tuple[str, bytes]:
             info.compress_type = zipfile.ZIP_DEFLATED
             zf.writestr(info, files[name])
     return f"{top}.zip", buffer.getvalue()
+
+
+# The online protocol in brief (CONTRACT.md has it whole: judge/types/online/README.md).
+PROTOCOL = [
+    "The allocator reads the case on stdin, one event at a time, and answers each "
+    "allocation request before it is told anything more:",
+    "",
+    "```text",
+    "capacity 1073741824                       the arena",
+    "hints category op layer iteration        the hint names of every request",
+    "a x17 6291456 512 activation addmm 3 0   ID SIZE ALIGNMENT VALUE...: answer the offset",
+    "f x17                                    a free: no answer",
+    "end                                      exit with status 0",
+    "```",
+    "",
+    "Each answer is one line holding the offset (a multiple of ALIGNMENT, inside the "
+    "capacity, overlapping no live allocation); flush stdout after each one, or the judge "
+    "waits until the time limit. The score is lower bound / peak; the judge also reports "
+    "the time per request (mean and p99, µs). The templates mark where your policy goes "
+    "(`choose`).",
+    "",
+]
 
 
 def public_toml(problem: Problem) -> str:
@@ -90,35 +125,51 @@ def contract(ptype: str) -> str:
     section = text[start:].split("\n## ", 2)
     body = section[0] if start >= 0 else f"## Planner contract ({ptype})\n"
     rules = Path(__file__).parent / "types" / ptype / "README.md"
-    if rules.is_file():
-        body += "\n\n" + rules.read_text()
+    if rules.is_file():  # the type's README alone when the folder has no section for it
+        body = (body + "\n\n" if start >= 0 else "") + rules.read_text()
     return body.rstrip() + "\n"
 
 
-def readme(problem: Problem, languages: list[str], repository: str) -> str:
+def type_rules(ptype: str) -> str | None:
+    """A problem type's rules for contestants (the /types/NAME page): its README
+    (package data), else the planner contract of reference_solutions/README.md; None
+    for a type with neither."""
+    readme_path = Path(__file__).parent / "types" / ptype / "README.md"
+    if readme_path.is_file():
+        return readme_path.read_text()
+    text = (FOLDER / "README.md").read_text() if (FOLDER / "README.md").is_file() else ""
+    start = text.find(f"## Planner contract ({ptype})")
+    return text[start:].split("\n## ", 2)[0].rstrip() + "\n" if start >= 0 else None
+
+
+def readme(problem: Problem, planners: list[str], repository: str) -> str:
     where = repository or "the repository the organizers published"
-    planners = [f"planner.{SUFFIX[lang]}" for lang in languages]
+    online = problem.type in STARTERS
+    what = "allocator" if online else "planner"
     lines = [
         f"# {problem.name}: starter kit (version {problem.version})",
         "",
         f"The problem `{problem.slug}` (type `{problem.type}`) with its public cases, the "
-        "planner contract (CONTRACT.md) and a template planner per language "
-        f"({', '.join(planners)}): each one passes the public cases. Improve one and submit it.",
+        f"{'rules' if online else 'planner contract'} (CONTRACT.md) and a template {what} per "
+        f"language ({', '.join(planners)}): each one passes the public cases. Improve one "
+        "and submit it.",
         "",
+        *(PROTOCOL if online else []),
         f"Install the judge (Python >= 3.11; from {where}):",
         "",
         "```sh",
         INSTALL.replace("REPOSITORY", repository or "https://REPOSITORY"),
         "```",
         "",
-        "Judge a planner locally, with the service's own pipeline and verifier (same cases, "
-        "same scores; add `--json` for a machine-readable report):",
+        f"Judge {'an allocator' if online else 'a planner'} locally, with the service's own "
+        "pipeline and verifier (same cases, same scores; add `--json` for a machine-readable "
+        "report):",
         "",
         "```sh",
         *(command(problem, p) for p in planners),
         "```",
         "",
-        f"C++ planners are compiled with `g++ -O2 -std=c++20`. The time limit is "
+        f"C++ {what}s are compiled with `g++ -O2 -std=c++20`. The time limit is "
         f"{problem.limits.time_limit_s:g} s per case. The hidden cases are scored on the "
         "service only.",
     ]

@@ -22,7 +22,11 @@ sys.path.insert(0, str(ROOT))
 from judge.package import load_cases, load_problem  # noqa: E402
 from judge.replay import replay  # noqa: E402
 
-PLANNERS = {"offset": "greedy_size.cpp", "offload": "offload_greedy.py"}
+PLANNERS = {
+    "offset": "greedy_size.cpp",
+    "offload": "offload_greedy.py",
+    "online": "online_greedy.py",
+}
 
 
 def make_plan(lc, problem, tmp: Path) -> Path:
@@ -41,8 +45,26 @@ def make_plan(lc, problem, tmp: Path) -> Path:
     else:
         cmd = [sys.executable, str(source)]
     env = {**os.environ, "MEMORACE_CASE_DIR": str(case_dir), "MEMORACE_OUT_DIR": str(out)}
+    if getattr(problem.ptype, "interactive", False):
+        return talk(problem.ptype, lc.case, cmd, env, out)
     subprocess.run(cmd, env=env, check=True, timeout=60, capture_output=True)
     return out / problem.ptype.plan_file
+
+
+def talk(ptype, case, cmd: list[str], env: dict[str, str], out: Path) -> Path:
+    """An `online` allocator's transcript, from a dialog with it (no sandbox)."""
+    from judge.sandbox.dialog import converse
+
+    proc = subprocess.Popen(cmd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    to_fd, from_fd = os.dup(proc.stdin.fileno()), os.dup(proc.stdout.fileno())
+    proc.stdin.close()
+    dialog = converse(to_fd, from_fd, ptype.script(case), time.monotonic() + 60)
+    proc.wait(timeout=60)
+    proc.stdout.close()
+    os.close(from_fd)
+    path = out / ptype.plan_file
+    path.write_text(ptype.transcript(case, dialog.answers))
+    return path
 
 
 def main() -> int:

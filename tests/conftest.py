@@ -6,6 +6,7 @@ import atexit
 import contextlib
 import functools
 import os
+import sys
 import tempfile
 from pathlib import Path
 
@@ -117,3 +118,21 @@ def write(tmp_path: Path):
         return path
 
     return _write
+
+
+def load_script(path: Path):
+    """A script of the repository as a module of its own name-by-path (two `pack.py`
+    scripts must not share sys.modules['pack']); the script's folder is importable while
+    it loads."""
+    import importlib.util
+
+    name = "script_" + "_".join(path.relative_to(ROOT).with_suffix("").parts)
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.path.insert(0, str(path.parent))
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.remove(str(path.parent))
+    return module

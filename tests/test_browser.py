@@ -190,3 +190,53 @@ def test_board_baselines_chart_comparison_and_starter_kit(stack: Service, page) 
     assert any(n.endswith("/planner.py") for n in names), names
     assert any(n.endswith("/README.md") for n in names), names
     assert problems == [], problems
+
+
+def test_an_online_allocator_shows_its_time_per_request(
+    stack: Service, page, tmp_path: Path
+) -> None:
+    """An online problem (imported now): its type's rules from the problem page, then an
+    allocator submitted through the form; the judged page shows µs/request (mean and
+    p99) for the public cases and nothing of the hidden one's, and the picture of a
+    public case's transcript."""
+    from playwright.sync_api import expect
+
+    from tests.online_cases import FIRST_FIT_PY
+    from tests.test_online_service import SLUG, import_package, online_package
+
+    job = import_package(stack, online_package(tmp_path / "pkg"))
+    assert job["status"] == "done", job
+    allocator = tmp_path / "first_fit.py"
+    allocator.write_text(FIRST_FIT_PY)
+    problems = watch(page)
+    log_in(page)
+
+    page.goto(f"/problems/{SLUG}")
+    page.get_by_role("link", name="Rules of the online type").click()
+    expect(page).to_have_url(re.compile(r"/types/online$"))
+    expect(
+        page.get_by_role("heading", name="Protocol (the allocator's stdin and stdout)")
+    ).to_be_visible()
+
+    page.goto(f"/submit?problem={SLUG}")
+    page.get_by_label("Planner file").set_input_files(str(allocator))
+    page.get_by_role("button", name="Submit").click()
+    expect(page).to_have_url(re.compile(r"/submissions/\d+$"))
+    expect(page.locator("#status")).to_have_text("done", timeout=JUDGING_TIMEOUT_MS)
+    expect(page.locator("table.cases .verdict.OK")).to_have_count(3)
+    expect(page.locator("table.cases th", has_text="µs/request (p99)")).to_have_count(1)
+    rows = page.locator("table.cases tbody tr")
+    public = rows.filter(has=page.locator(".split.public")).locator("td.request-us")
+    expect(public).to_have_count(2)
+    for text in public.all_inner_texts():
+        assert re.fullmatch(r"\d+\.\d \(\d+\.\d\)", text.strip()), text
+    hidden = rows.filter(has=page.locator(".split.hidden")).locator("td.request-us")
+    expect(hidden).to_have_text("")
+    page.get_by_role("link", name="plan").first.click()  # the transcript, drawn as a plan
+    picture = page.locator("#case svg")
+    expect(picture).to_be_visible()
+    expect(picture.locator("line.mark.peak")).to_have_count(1)
+    assert picture.locator("g.buffers rect").count() > 10
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "browser-online.png"), full_page=True)
+    assert problems == [], problems

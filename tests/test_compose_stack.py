@@ -7,6 +7,11 @@ to the end. Both must be judged OK with the public scores the offline judge give
 two different workers; then the stack goes, volumes and data directory too. The GPU
 override is validated with `docker-compose config` (no GPU here).
 
+The workers judge hidden cases unpaced (UNPACED, a test-only override named by
+COMPOSE_FILE, as tests/service.py does for every service a test starts): paced, each of
+gpt2-train's hidden cases held its worker for its whole budget (35 s), some 250 s of
+waiting that prove nothing here; tests/test_final_judging.py proves pacing end to end.
+
 Needs a Docker engine and Debian's docker-compose (scripts/prepare test brings both):
 skipped without them elsewhere, a failure in CI (CI=true).
 """
@@ -35,6 +40,7 @@ PLANNERS = ("best_fit.cpp", "naive.py")  # C++ and Python
 # What compose needs to read its file when nothing is started with it (down, logs).
 PLACEHOLDERS = {"MEMORACE_SECRET_KEY": "x", "DOCKER_GID": "0", "MEMORACE_POSTGRES_PASSWORD": "x",
                 "MEMORACE_REDIS_PASSWORD": "x"}  # fmt: skip
+UNPACED = "services:\n  worker:\n    environment:\n      MEMORACE_PACE_HIDDEN: '0'\n"
 
 
 def bash_blocks(text: str) -> list[str]:
@@ -67,7 +73,10 @@ def stack_env(tmp_path: Path) -> Iterator[dict[str, str]]:
     containers, volumes and data directory alike."""
     compose = require_compose()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("MEMORACE_", "COMPOSE_"))}
+    unpaced = tmp_path / "unpaced.yml"
+    unpaced.write_text(UNPACED)
     env |= {
+        "COMPOSE_FILE": f"docker-compose.yml:{unpaced}",  # the README's `docker-compose`
         "COMPOSE_PROJECT_NAME": f"memorace-ci-{os.getpid()}",
         "MEMORACE_PORT": str(free_port()),
         "MEMORACE_DATA_DIR": str(tmp_path / "data"),

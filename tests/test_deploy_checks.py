@@ -222,7 +222,9 @@ def test_the_wheel_holds_what_the_service_reads_at_run_time(tmp_path):
                      "api/static/style.css", "api/db/migrations/env.py",
                      "api/db/migrations/script.py.mako",
                      "api/db/migrations/versions/0001_initial_schema.py",
-                     "judge/sandbox/agent.py", "judge/types/offload/README.md"):  # fmt: skip
+                     "judge/sandbox/agent.py", "judge/types/offload/README.md",
+                     "judge/types/online/README.md", "judge/starter/allocator.py",
+                     "judge/starter/allocator.cpp"):  # fmt: skip
         assert expected in names, expected
     site = tmp_path / "site"
     with zipfile.ZipFile(wheel) as zf:  # what `pip install --no-deps` puts in place
@@ -236,9 +238,15 @@ def test_the_wheel_holds_what_the_service_reads_at_run_time(tmp_path):
         from api.settings import get_settings
         assert api.__file__.startswith(SITE), api.__file__
         bootstrap(get_settings(), "admin", [])
+        from judge.starterkit import kit_templates
         with TestClient(create_app()) as c:
             page, css = c.get("/login"), c.get("/static/style.css")
+            rules = c.get("/types/online")
         assert page.status_code == 200 and "<form" in page.text, page.text[:500]
+        assert rules.status_code == 200 and "Protocol" in rules.text, rules.text[:500]
+        kit = kit_templates("online")
+        assert sorted(kit) == ["allocator.cpp", "allocator.py"], kit
+        assert all(str(p).startswith(SITE) for p in kit.values()), kit
         assert css.status_code == 200 and css.text.strip(), css.status_code
         print("INSTALLED OK")
         """

@@ -25,6 +25,8 @@ from tests.service import postgres_database
 sys.path.insert(0, str(ROOT / "problems" / "_lib"))
 from hidden import Draw, parse_seed
 
+ONLINE = {"online-train", "online-serve"}  # 7 hidden cases each, like the offset problems
+
 
 def bootstrap(data: Path, *args: str, db_url: str | None = None, seed: str | None = None):
     """`python -m api.bootstrap` as scripts/serve runs it (no service needed)."""
@@ -88,8 +90,8 @@ def test_two_installations_have_their_own_hidden_cases(tmp_path):
         assert run.returncode == 0, run.stderr
     first, second = imported_hidden(one), imported_hidden(two)
     slugs = {k.split("/")[0] for k in first}
-    assert slugs == {"gpt2-train", "llama-infer", "train-offload", "infer-offload"}
-    assert first.keys() == second.keys() and len(first) == 26
+    assert slugs == {"gpt2-train", "llama-infer", "train-offload", "infer-offload"} | ONLINE
+    assert first.keys() == second.keys() and len(first) == 40
     assert not set(first.values()) & set(second.values())
     repo = repository_digests()
     assert len(repo) > 300  # the whole tree was read
@@ -101,7 +103,7 @@ def test_two_installations_have_their_own_hidden_cases(tmp_path):
     kept = seed.read_text()
     again = bootstrap(one)
     assert again.returncode == 0, again.stderr
-    assert again.stdout.count("version 1,") == 4  # nothing new imported
+    assert again.stdout.count("version 1,") == 6  # nothing new imported
     assert seed.read_text() == kept and imported_hidden(one) == first
     for run in (again,):  # the seed is never printed
         assert kept.strip() not in run.stdout + run.stderr
@@ -119,7 +121,7 @@ def test_a_given_seed_is_kept_and_a_conflicting_one_refused(tmp_path):
         assert (data / "secrets" / "hidden-seed").read_text().strip() == TEST_HIDDEN_SEED
         made = {
             f"{p.parents[2].name}/{p.stem}": hashlib.sha256(p.read_bytes()).hexdigest()
-            for slug in ("gpt2-train", "llama-infer", "train-offload", "infer-offload")
+            for slug in ("gpt2-train", "llama-infer", "train-offload", "infer-offload", *ONLINE)
             for p in (shipped(slug) / "data" / "hidden").iterdir()
         }
         assert imported_hidden(data, db_url) == made
@@ -175,7 +177,7 @@ def test_draws_are_deterministic_and_depend_on_every_bit_of_the_seed():
     assert all(3 <= Draw(seed, i).between(3, 5) <= 5 for i in range(100))
 
 
-@pytest.mark.parametrize("slug", ["gpt2-train", "train-offload"])
+@pytest.mark.parametrize("slug", ["gpt2-train", "train-offload", "online-serve"])
 def test_generator_refuses_bad_arguments_in_one_line(slug, tmp_path):
     gen = ROOT / "problems" / slug / "generator" / "generate.py"
     bad = tmp_path / "seed"

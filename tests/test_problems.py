@@ -81,9 +81,12 @@ def test_offload_package_needs_offloading_on_pcie_links(slug):
 @pytest.mark.parametrize("slug", SHIPPED)
 def test_generator_reproduces_the_package_byte_for_byte(slug, tmp_path):
     """From the committed traces, with `import torch` made to fail: the generators use
-    the standard library only (PyTorch is the trace extra, never needed here)."""
+    the standard library only (PyTorch is the trace extra, never needed here). Every
+    shipped generator is copied: the online-* ones read gpt2-train's and llama-infer's
+    traces in place."""
     shutil.copytree(ROOT / "problems" / "_lib", tmp_path / "_lib")
-    shutil.copytree(ROOT / "problems" / slug / "generator", tmp_path / slug / "generator")
+    for other in SHIPPED:
+        shutil.copytree(ROOT / "problems" / other / "generator", tmp_path / other / "generator")
     script = str(tmp_path / slug / "generator" / "generate.py")
     code = (
         "import runpy, sys\n"

@@ -24,9 +24,11 @@ class TrainStep:
     ragged_seed: int | None = None  # seeded sequence lengths per micro-batch (else all seq)
 
 
-def record_train(step: TrainStep) -> Recording:
+def record_train(step: TrainStep, recompute: bool = False) -> Recording:
     """One optimizer step of a pipeline stage: 1F1B over the micro-batches (warm-up
-    forwards, then one forward and one backward in turn), then Adam."""
+    forwards, then one forward and one backward in turn), then Adam. `recompute`: every
+    transformer block under torch.utils.checkpoint (reentrant): the forward keeps only
+    each block's input, the backward runs the block's forward again first."""
     c = GPT2[step.model]
     per = c.layers // step.stages
     first, last = step.stage * per, (step.stage + 1) * per
@@ -34,6 +36,9 @@ def record_train(step: TrainStep) -> Recording:
         last = c.layers
     with torch.device("meta"):
         model = GPTStage(c, first, last)
+    if recompute:
+        for block in model.blocks:
+            _recomputed(block)
     opt = torch.optim.Adam(model.parameters(), foreach=False)
     lengths = _lengths(step)
     _warm_up(model, opt, step, lengths[0])
@@ -55,6 +60,13 @@ def record_train(step: TrainStep) -> Recording:
         opt.step()
         opt.zero_grad(set_to_none=True)
     return rec.rec
+
+
+def _recomputed(block: torch.nn.Module) -> None:
+    from torch.utils.checkpoint import checkpoint
+
+    forward = block.forward
+    block.forward = lambda x: checkpoint(forward, x, use_reentrant=True)
 
 
 def _lengths(step: TrainStep) -> list[int]:

@@ -272,6 +272,8 @@ def _row(judging_id: int, r: CaseResult, weight: float) -> CaseResultRow:
         plan_digest=r.plan_digest,
         log=r.log,
         makespan_us=r.makespan_us,
+        request_us_mean=r.request_us_mean,
+        request_us_p99=r.request_us_p99,
     )
 
 
@@ -308,6 +310,7 @@ def _case_result(row: CaseResultRow) -> CaseResult:
     return CaseResult(
         row.case, row.split, row.weight, Verdict(row.verdict), row.message, row.lower_bound,
         row.peak, row.score, row.time_s, row.plan_digest, row.log, row.makespan_us,
+        row.request_us_mean, row.request_us_p99,
     )  # fmt: skip
 
 

@@ -15,6 +15,7 @@ from api.news import News
 from api.problems import package_of
 from api.settings import Settings
 from judge.package import load_cases
+from judge.verdict import Verdict
 from judge.verifier import check_plan
 from worker.judging import _finalize
 
@@ -66,8 +67,11 @@ def _rescored(
         weight=spec.weight if spec else row.weight, verdict=row.verdict, message=row.message,
         peak=row.peak, lower_bound=row.lower_bound, score=row.score, time_s=row.time_s,
         memory_mb=row.memory_mb, plan_digest=row.plan_digest, log=row.log,
-        makespan_us=row.makespan_us,
+        makespan_us=row.makespan_us, request_us_mean=row.request_us_mean,
+        request_us_p99=row.request_us_p99,
     )  # fmt: skip
+    if _run_fault(ptype, row.verdict):
+        return copy
     plan = plan_file(settings, row.plan_digest)
     lc = cases.get(row.case)
     if plan is not None and lc is not None and spec is not None:
@@ -76,3 +80,14 @@ def _rescored(
         copy.peak, copy.score, copy.lower_bound = verification.peak, score, spec.lower_bound
         copy.makespan_us = verification.makespan
     return copy
+
+
+def _run_fault(ptype: Any, verdict: str) -> bool:
+    """Whether the stored verdict came from the run, not from its transcript: an
+    interactive type keeps the answers of a run that timed out or crashed (judge.
+    interactive), and re-verifying them alone would turn the fault into OK or
+    INVALID_PLAN. Such a verdict stands; only OK and INVALID_PLAN are re-verified."""
+    return bool(getattr(ptype, "interactive", False)) and verdict not in (
+        str(Verdict.OK),
+        str(Verdict.INVALID_PLAN),
+    )

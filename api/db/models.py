@@ -223,6 +223,9 @@ class CaseResultRow(Base):
     time_s: Mapped[float | None] = mapped_column(Float)
     memory_mb: Mapped[float | None] = mapped_column(Float)
     makespan_us: Mapped[float | None] = mapped_column(Float)  # timed types (offload)
+    # interactive types (online): the allocator's time per request, mean and p99, µs
+    request_us_mean: Mapped[float | None] = mapped_column(Float)
+    request_us_p99: Mapped[float | None] = mapped_column(Float)
     plan_digest: Mapped[str | None] = mapped_column(String(64))
     log: Mapped[str] = mapped_column(Text, default="")
     created_at: Mapped[datetime] = mapped_column(Stamp, default=utcnow)

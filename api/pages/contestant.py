@@ -9,6 +9,7 @@ from typing import Annotated, Any
 from fastapi import Form, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse, Response
+from markdown_it import MarkdownIt
 from markupsafe import Markup
 from sqlalchemy.orm import Session
 
@@ -39,7 +40,8 @@ from api.settings import Settings
 from api.uploads import Upload, read_upload
 from api.workers import alive_count
 from judge.errors import InputError
-from judge.types import get_type
+from judge.starterkit import type_rules
+from judge.types import get_type, known_types
 
 
 @router.get("/login")
@@ -123,6 +125,19 @@ async def problem_page(slug: str, request: Request, db: DB, viewer: Reader) -> R
     found = known_main(db, slug, viewer)
     title, main = found or await run_in_threadpool(problem_main, db, slug, viewer)
     return render(request, "problem.html", viewer, title=title, body=main)
+
+
+# The type rules' tables (the online faults, the offload fields) need the table rule.
+_rules_markdown = MarkdownIt("commonmark", {"html": False}).enable("table")
+
+
+@router.get("/types/{name}")
+def type_page(name: str, request: Request, viewer: Viewer) -> Response:
+    """A problem type's rules (its README), linked from each problem of that type."""
+    if name not in known_types() or (text := type_rules(name)) is None:
+        raise NotFound(f"no problem type '{name}'")
+    rules = Markup(_rules_markdown.render(text))  # raw HTML disabled
+    return render(request, "type.html", viewer, ptype=name, rules=rules)
 
 
 @router.get("/problems/{slug}/leaderboard")
@@ -232,6 +247,8 @@ def _live_context(db: Session, sub: Submission, user: User) -> dict[str, Any]:
         "rows": case_rows(body),
         "drawable": True,  # every type may draw; a note says why when it cannot
         "bound_unit": get_type(sub.version.type).bound_unit,
+        # An allocator answered request by request (online): its µs/request beside the score.
+        "per_request": bool(getattr(get_type(sub.version.type), "interactive", False)),
         "live": body["status"] in ("queued", "running"),
     }
 

@@ -15,6 +15,11 @@ Protocol (stdin / stdout of the exec):
   response b"MEMORACE " + JSON header line, then `tail_len` bytes of log tail,
            then `tar_len` bytes: a tar of the regular files at the top of /out
 
+  dialog   with "dialog": N in the request, N bytes of an `online` script follow the
+           line; the command runs with pipes as stdin and stdout and dialog.py's
+           converse talks to it (stderr is the log); the header's "talk" is the
+           dialog's summary and the tar is replaced by the answers, one decimal per line
+
 Hardening: the agent makes itself non-dumpable, so the planner (same uid)
 cannot ptrace it or read its pipes through /proc; the planner can still kill
 or stop it, which the judge notices (no answer in time) and falls back to a
@@ -26,6 +31,7 @@ import ctypes
 import io
 import json
 import os
+import resource
 import select
 import shutil
 import signal
@@ -35,7 +41,9 @@ import sys
 import tarfile
 import time
 
-LOG = "/tmp/.memorace.log"
+if "converse" not in globals():  # run from the judge's own tree (tests), not as AGENT_SOURCE
+    from judge.sandbox.dialog import EXTRA, converse, drain, pick_core
+
 OUT = "/out"
 WORK, BUILT = "/work", "/built"
 SCRATCH = ("/tmp", OUT, "/dev/shm", "/dev/mqueue")  # emptied before and after each case
@@ -89,14 +97,30 @@ def kill_all() -> None:
         os.kill(-1, signal.SIGKILL)
 
 
-def run(cmd: list, wall_s: float, output_limit: int) -> dict:
+def new_log() -> int:
+    """The log of one run: a fresh file whose name is removed at once, so the planner can
+    neither replace it (a FIFO would stop this agent reading it) nor reopen it; its bytes
+    still count in /tmp and against the file size limit."""
+    while True:
+        name = f"/tmp/.memorace-log-{os.urandom(8).hex()}"
+        try:
+            fd = os.open(name, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+        except FileExistsError:
+            continue
+        os.unlink(name)
+        return fd
+
+
+def run(cmd: list, wall_s: float, output_limit: int, log: int) -> dict:
     blocks = output_limit // 512
-    script = f'ulimit -t {int(wall_s) + 1}; ulimit -c 0; ulimit -f {blocks}; exec "$@" > {LOG} 2>&1'
+    script = f'ulimit -t {int(wall_s) + 1}; ulimit -c 0; ulimit -f {blocks}; exec "$@"'
     start = time.monotonic()
     proc = subprocess.Popen(
         ["sh", "-c", script, "planner", *cmd],
         cwd="/work",
         stdin=subprocess.DEVNULL,
+        stdout=log,
+        stderr=log,
         start_new_session=True,
         preexec_fn=planner_child,
     )
@@ -109,14 +133,76 @@ def run(cmd: list, wall_s: float, output_limit: int) -> dict:
     return {"code": None if timed_out else code, "time_s": elapsed, "timed_out": timed_out}
 
 
-def log_tail(tail_bytes: int) -> tuple:
+def run_dialog(cmd: list, wall_s: float, output_limit: int, log: int, script: bytes, core) -> tuple:
+    """(header, answers): the allocator and this agent share one core (see local_dialog)."""
+    blocks = output_limit // 512
+    ulimits = f"ulimit -t {int(wall_s) + 1}; ulimit -c 0; ulimit -f {blocks}"
+    core = pick_core(core)
+    to_child, from_judge = os.pipe()
+    from_child, to_judge = os.pipe()
+
+    def child() -> None:
+        os.sched_setaffinity(0, {core})
+        planner_child()
+
+    start = time.monotonic()
+    proc = subprocess.Popen(
+        ["sh", "-c", ulimits + '; exec "$@"', "planner", *cmd],
+        cwd="/work",
+        stdin=to_child,
+        stdout=to_judge,
+        stderr=log,
+        start_new_session=True,
+        preexec_fn=child,
+    )
+    os.close(to_child)
+    os.close(to_judge)
+    before = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, {core})
     try:
-        size = os.stat(LOG).st_size
-        with open(LOG, "rb") as f:
-            f.seek(max(0, size - tail_bytes))
-            return size, f.read(tail_bytes)
+        talk = converse(from_judge, from_child, script, start + wall_s)
+    finally:
+        os.sched_setaffinity(0, before)
+    timed_out = False
+    if not talk.fault:
+        timed_out = not exited_within(proc, max(0.0, start + wall_s - time.monotonic()))
+    kill_all()
+    code = proc.wait()
+    elapsed = time.monotonic() - start
+    kill_all()
+    if drain(from_child) and not talk.fault:
+        talk.fail(EXTRA, -1, "output after the last answer")
+    header = {"code": None if timed_out else code, "time_s": elapsed, "timed_out": timed_out}
+    header["talk"] = talk.summary()
+    header["tmp_full"] = tmp_full()
+    return header, "\n".join(map(str, talk.answers)).encode()
+
+
+def tmp_full() -> bool:
+    """/tmp (a tmpfs holding the log) is full: a flood that ENOSPC stopped short of the
+    file size limit is still too much output."""
+    try:
+        st = os.statvfs("/tmp")
     except OSError:
-        return 0, b""
+        return False
+    return st.f_bavail * st.f_frsize < 64 * 1024
+
+
+def log_tail(log: int, tail_bytes: int) -> tuple:
+    size = os.fstat(log).st_size
+    start = max(0, size - tail_bytes)
+    return size, os.pread(log, size - start, start)
+
+
+def settings() -> tuple:
+    """What a planner (the same user) can change in this agent and every later planner
+    would inherit: priority, rlimits, CPU affinity and scheduling policy."""
+    limits = tuple(
+        resource.getrlimit(getattr(resource, n)) for n in sorted(dir(resource))
+        if n.startswith("RLIMIT_")
+    )  # fmt: skip
+    policy = os.sched_getscheduler(0)
+    return os.getpriority(os.PRIO_PROCESS, 0), limits, os.sched_getaffinity(0), policy
 
 
 def out_tar(output_limit: int) -> tuple:
@@ -216,22 +302,33 @@ def restore_work() -> None:
 
 def serve(output_limit: int, tail_bytes: int) -> None:
     LIBC.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
-    out = sys.stdout.buffer
-    for line in sys.stdin.buffer:
+    out, inp = sys.stdout.buffer, sys.stdin.buffer
+    start = settings()
+    while line := inp.readline():
         request = json.loads(line)
         fresh = bool(request.get("fresh"))
         if fresh:
             scrub()  # cheap when the last case's own scrub ran; needed when it could not
             restore_work()
-        header = run(request["cmd"], float(request["wall_s"]), output_limit)
-        log_size, tail = log_tail(tail_bytes)
-        big, tar = out_tar(output_limit)
+        log = new_log()
+        cmd, wall_s = request["cmd"], float(request["wall_s"])
+        if "dialog" in request:
+            script = inp.read(int(request["dialog"]))
+            header, body = run_dialog(cmd, wall_s, output_limit, log, script, request.get("core"))
+            big = header.pop("tmp_full")
+        else:
+            header = run(cmd, wall_s, output_limit, log)
+        log_size, tail = log_tail(log, tail_bytes)
+        os.close(log)
+        if "dialog" not in request:
+            big, body = out_tar(output_limit)
         if fresh:
             scrub()  # the case's traces go now, on the clock of the case that left them
         header.update(
-            oom=oom_kills(), log_size=log_size, big=big, tail_len=len(tail), tar_len=len(tar)
+            oom=oom_kills(), log_size=log_size, big=big, tail_len=len(tail), tar_len=len(body)
         )
-        out.write(b"MEMORACE " + json.dumps(header).encode() + b"\n" + tail + tar)
+        header["tainted"] = settings() != start  # the judge then starts a fresh agent
+        out.write(b"MEMORACE " + json.dumps(header).encode() + b"\n" + tail + body)
         out.flush()
 
 

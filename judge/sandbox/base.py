@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from judge.package import Limits
+from judge.sandbox.dialog import Talk
 
 LOG_TAIL_BYTES = 8192
 OUTPUT_LIMIT_BYTES = 64 * 2**20  # stdout+stderr, and any one file a planner writes
@@ -53,6 +54,12 @@ class Session(Protocol):
     def run_case(self, time_limit_s: float) -> RunOutcome:
         """Run the planner once on what case_dir holds now, from the state right after the
         build (nothing an earlier case wrote is left); afterwards no process of it is left."""
+        ...
+
+    def run_dialog(self, script: bytes, time_limit_s: float) -> tuple[RunOutcome, Talk]:
+        """As run_case, but the planner (an `online` allocator) talks with the judge over
+        its stdin and stdout (judge.sandbox.dialog.converse with `script`; stderr is its
+        log); the time limit covers the whole run, dialog and exit."""
         ...
 
 

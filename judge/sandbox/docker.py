@@ -17,7 +17,6 @@ is replaced and that case fails.
 from __future__ import annotations
 
 import io
-import json
 import os
 import signal
 import socket
@@ -31,10 +30,12 @@ from typing import Any
 
 from judge.package import Limits
 from judge.sandbox import base, docker_builds
-from judge.sandbox.base import LOG_TAIL_BYTES, OUTPUT_LIMIT_BYTES, RunOutcome, SandboxError, tail
+from judge.sandbox.base import OUTPUT_LIMIT_BYTES, RunOutcome, SandboxError, tail
+from judge.sandbox.dialog import CLOSED, LOST, Talk
+from judge.sandbox.docker_agent import HELLO, PLANNER_USER, Agent, AgentLost
 
 IMAGE = os.environ.get("MEMORACE_RUNNER_IMAGE", "memorace/runner:latest")
-PLANNER_USER = "10001"
+SEAL_TIMEOUT_S = 60.0
 PIDS_LIMIT = 256
 TMPFS = {
     "/tmp": f"rw,exec,nosuid,nodev,size={OUTPUT_LIMIT_BYTES},mode=1777",
@@ -44,7 +45,6 @@ TMPFS = {
 }
 LABEL = "memorace.sandbox"
 OWNER_LABEL = "memorace.owner"  # host:pid of the judge process that made it
-LOG = "/tmp/.memorace.log"  # the planner's stdout and stderr
 
 
 @cache
@@ -212,95 +212,6 @@ class DockerSandbox:
                 container.remove(force=True)
 
 
-AGENT_SOURCE = (Path(__file__).parent / "agent.py").read_text()
-AGENT_GRACE_S = 5.0  # beyond the wall limit, before the agent counts as lost
-HELLO = {"cmd": ["true"], "wall_s": 10}
-SEAL_TIMEOUT_S = 60.0
-
-
-class AgentLost(Exception):
-    """The in-container supervisor died, stopped answering or answered nonsense."""
-
-
-class Agent:
-    """The judge's end of one supervisor exec: request lines in, framed answers out."""
-
-    def __init__(self, container: Any):
-        api = container.client.api
-        exec_id = api.exec_create(
-            container.id,
-            ["python3", "-I", "-c", AGENT_SOURCE, str(OUTPUT_LIMIT_BYTES), str(LOG_TAIL_BYTES)],
-            user=PLANNER_USER,
-            workdir="/",
-            stdin=True,
-            stdout=True,
-            stderr=False,
-        )["Id"]
-        self.io = api.exec_start(exec_id, socket=True)
-        self.sock = getattr(self.io, "_sock", self.io)  # the raw socket, for timeouts
-        self.buffer = bytearray()  # demultiplexed stdout not yet consumed
-
-    def call(
-        self, cmd: list[str], wall_s: float, fresh: bool = False
-    ) -> tuple[dict[str, Any], bytes, bytes]:
-        deadline = time.monotonic() + wall_s + AGENT_GRACE_S
-        request = {"cmd": cmd, "wall_s": wall_s, "fresh": fresh}
-        try:
-            self.sock.sendall(json.dumps(request).encode() + b"\n")
-            line = self._read_line(deadline)
-            if not line.startswith(b"MEMORACE "):
-                raise AgentLost(f"unexpected answer {line[:80]!r}")
-            header = json.loads(line[len(b"MEMORACE ") :])
-            tail_bytes = self._read(int(header["tail_len"]), deadline)
-            archive = self._read(int(header["tar_len"]), deadline)
-        except (OSError, ValueError, KeyError, TypeError) as exc:
-            raise AgentLost(str(exc) or type(exc).__name__) from exc
-        return header, tail_bytes, archive
-
-    def close(self) -> None:
-        with suppress(Exception):
-            self.sock.close()
-
-    def _read_line(self, deadline: float) -> bytes:
-        while b"\n" not in self.buffer:
-            if len(self.buffer) > 2**16:
-                raise AgentLost("an overlong header")
-            self._fill(deadline)
-        line, _, rest = bytes(self.buffer).partition(b"\n")
-        self.buffer[:] = rest
-        return line
-
-    def _read(self, n: int, deadline: float) -> bytes:
-        if n > OUTPUT_LIMIT_BYTES + 2**20:
-            raise AgentLost(f"an answer of {n} bytes")
-        while len(self.buffer) < n:
-            self._fill(deadline)
-        data = bytes(self.buffer[:n])
-        del self.buffer[:n]
-        return data
-
-    def _fill(self, deadline: float) -> None:
-        """Read one multiplexed frame (8-byte header: stream, 0, 0, 0, big-endian size)."""
-        header = self._recv_exactly(8, deadline)
-        size = int.from_bytes(header[4:], "big")
-        payload = self._recv_exactly(size, deadline)
-        if header[0] == 1:  # stdout; anything else is not the agent's answer
-            self.buffer += payload
-
-    def _recv_exactly(self, n: int, deadline: float) -> bytes:
-        data = bytearray()
-        while len(data) < n:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise AgentLost("no answer in time")
-            self.sock.settimeout(left)
-            chunk = self.sock.recv(min(n - len(data), 2**20))
-            if not chunk:
-                raise AgentLost("the agent's stream ended")
-            data += chunk
-        return bytes(data)
-
-
 class DockerSession:
     def __init__(
         self, container: Any, host: Path, build: list[str] | None, run: list[str], limits: Limits
@@ -380,6 +291,23 @@ class DockerSession:
             entry.unlink()
         return self._run(self.run_cmd, time_limit_s, fresh=True)
 
+    def run_dialog(self, script: bytes, time_limit_s: float) -> tuple[RunOutcome, Talk]:
+        """The allocator's dialog runs inside the container (agent.run_dialog)."""
+        if not self.sealed and (why := self._seal()):
+            raise SandboxError(why)
+        for entry in self.out_dir.iterdir():
+            entry.unlink()
+        assert self.agent is not None
+        start = time.monotonic()
+        try:
+            header, log, body = self.agent.call(self.run_cmd, time_limit_s, True, script)
+            answers = [int(a) for a in body.split()]
+            talk = Talk.from_summary(header["talk"], answers)
+        except (AgentLost, ValueError, KeyError, TypeError) as exc:
+            run = self._recover(time.monotonic() - start, time_limit_s, str(exc))
+            return run, Talk().fail(CLOSED, LOST, "the sandbox's supervisor was lost")
+        return self._outcome(header, log), talk
+
     def _seal(self) -> str:
         """Keep /work as the build left it in /built, owned by root ('' or why not)."""
         readable = self._run(["chmod", "-R", "a+rX,go-w,ug-s", "/work"], SEAL_TIMEOUT_S)
@@ -408,6 +336,12 @@ class DockerSession:
             header, log, archive = self.agent.call(cmd, wall_s, fresh)
         except AgentLost as exc:
             return self._recover(time.monotonic() - start, wall_s, str(exc))
+        self._unpack_out(archive)
+        return self._outcome(header, log)
+
+    def _outcome(self, header: dict[str, Any], log: bytes) -> RunOutcome:
+        if header.get("tainted"):  # the planner changed the agent's priority or limits
+            self._restart_agent()
         oom = int(header["oom"])
         timed_out = bool(header["timed_out"])
         memory = not timed_out and oom > self.oom_kills
@@ -416,7 +350,6 @@ class DockerSession:
         too_much = not timed_out and (
             code == -signal.SIGXFSZ or header["log_size"] >= OUTPUT_LIMIT_BYTES or header["big"]
         )
-        self._unpack_out(archive)
         return RunOutcome(
             None if timed_out else code,
             float(header["time_s"]),
@@ -428,13 +361,18 @@ class DockerSession:
 
     def _recover(self, elapsed: float, wall_s: float, why: str) -> RunOutcome:
         """The planner killed or stopped its supervisor: kill everything, start a new one."""
+        self._restart_agent()
+        timed_out = elapsed >= wall_s
+        note = f"the planner broke the sandbox's supervisor ({why})"
+        return RunOutcome(None if timed_out else -signal.SIGKILL, elapsed, timed_out, log=note)
+
+    def _restart_agent(self) -> None:
+        """A fresh supervisor (a new exec: the engine's priority and limits, not what a
+        planner left on the old one), every process of the planner user killed first."""
         self.close()
         with suppress(Exception):
             self.container.exec_run(["sh", "-c", "kill -9 -1"], user=PLANNER_USER)
         self._start_agent()
-        timed_out = elapsed >= wall_s
-        note = f"the planner broke the sandbox's supervisor ({why})"
-        return RunOutcome(None if timed_out else -signal.SIGKILL, elapsed, timed_out, log=note)
 
     def _unpack_out(self, archive: bytes) -> None:
         """Regular files at the top of /out, nothing else (no links, no paths)."""

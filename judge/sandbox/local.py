@@ -44,6 +44,7 @@ from typing import Any
 
 from judge.package import Limits
 from judge.sandbox.base import LOG_TAIL_BYTES, OUTPUT_LIMIT_BYTES, RunOutcome, SandboxError, tail
+from judge.sandbox.dialog import Talk
 from judge.sandbox.local_fs import (
     MAX_NEW_ENTRIES,
     MAX_OUT_DEPTH,
@@ -184,6 +185,17 @@ class LocalSession:
         self.base = usage([self.sealed])
 
     def run_case(self, time_limit_s: float) -> RunOutcome:
+        self._fresh()
+        return self._exec(self.run_cmd, time_limit_s, cpu_s=time_limit_s)
+
+    def run_dialog(self, script: bytes, time_limit_s: float) -> tuple[RunOutcome, Talk]:
+        from judge.sandbox.local_dialog import run_dialog
+
+        self._fresh()
+        return run_dialog(self, script, time_limit_s)
+
+    def _fresh(self) -> None:
+        """/work as the build left it, /out and /tmp empty."""
         if not self.sealed.exists():
             copy_tree(self.work, self.sealed)
         for d in (self.out_dir, self.tmp):
@@ -193,7 +205,6 @@ class LocalSession:
         remove_tree(self.work)
         copy_tree(self.sealed, self.work)
         private(self.work, self.uid)  # the build may have opened it to everyone
-        return self._exec(self.run_cmd, time_limit_s, cpu_s=time_limit_s)
 
     def _exec(self, cmd: list[str], wall_s: float, cpu_s: float) -> RunOutcome:
         argv, env = self._argv_env(cmd)
@@ -338,10 +349,12 @@ def _limit(limits: Limits, cpu_s: float, uid: int, no_network: bool) -> None:
     cpu = int(cpu_s) + 1
     memory = limits.memory_limit_mb * 2**20
     resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
-    resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
     resource.setrlimit(resource.RLIMIT_FSIZE, (OUTPUT_LIMIT_BYTES, OUTPUT_LIMIT_BYTES))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     drop_privileges(uid)
+    # Last: the child is a copy of the judge, whose address space may pass the limit
+    # already; any allocation after this (Python's, in the lines above) could fail.
+    resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
 
 
 def _kill_group(proc: subprocess.Popen[bytes]) -> None:

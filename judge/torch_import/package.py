@@ -7,7 +7,13 @@ from pathlib import Path
 
 from judge.csvtable import read_bounded
 from judge.errors import CaseError, PackageError
-from judge.importer import build_package, check_hidden, check_options, write_offset_package
+from judge.importer import (
+    build_package,
+    check_files,
+    check_hidden,
+    check_options,
+    write_offset_package,
+)
 from judge.package import CASE_NAME, Problem
 from judge.torch_import.chrome import MAX_TRACE_BYTES, read_chrome_trace
 from judge.torch_import.lifetimes import Buffers
@@ -53,11 +59,7 @@ def import_torch(
     """Write `dest_root/slug`, one case per file and device; also the notes on what
     was guessed (allocations cut off by the recording's start or end)."""
     check_options(slug, dest_root, capacity)
-    if not files:
-        raise PackageError("no files given", dest_root)
-    if any("\0" in str(f) for f in files):
-        raise PackageError("FILE: a path cannot hold a NUL character")
-    read = [(Path(f), *read_torch_file(Path(f))) for f in files]
+    read = [(f, *read_torch_file(f)) for f in check_files(files, dest_root)]
     notes: list[str] = []
 
     def fill(staging: Path) -> None:

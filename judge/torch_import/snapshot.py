@@ -132,7 +132,12 @@ def most_shared(doc: dict[str, Any]) -> tuple[int, str]:
 
 
 def _events(trace: list[Any], where: str, path: Path | str) -> list[Event]:
-    """The alloc and free actions, checked."""
+    return [event for _, event in indexed_events(trace, where, path)]
+
+
+def indexed_events(trace: list[Any], where: str, path: Path | str) -> list[tuple[int, Event]]:
+    """The alloc and free actions, checked, each with its index in the trace (the online
+    importer takes the allocation's hints from that entry)."""
     entries = []
     for i, entry in enumerate(trace):
         at = f"{where}[{i}]"
@@ -144,25 +149,25 @@ def _events(trace: list[Any], where: str, path: Path | str) -> list[Event]:
         addr, size = _field(entry, "addr", int, at, path), _field(entry, "size", int, at, path)
         if addr < 0 or size < 0 or (action == "alloc" and size == 0):
             raise CaseError(f"{at}: addr and size must be >= 0 (size > 0 to alloc)", path)
-        entries.append((action, addr, size))
+        entries.append((i, action, addr, size))
     return _merge_frees(entries)
 
 
-def _merge_frees(entries: list[tuple[str, int, int]]) -> list[Event]:
+def _merge_frees(entries: list[tuple[int, str, int, int]]) -> list[tuple[int, Event]]:
     """A request that a completion follows is dropped: the completion is the free."""
-    completed: set[int] = set()  # indexes of requests a completion follows
-    pending: dict[int, int] = {}  # addr: index of its latest request
-    for i, (action, addr, _) in enumerate(entries):
+    completed: set[int] = set()  # positions of requests a completion follows
+    pending: dict[int, int] = {}  # addr: position of its latest request
+    for k, (_, action, addr, _) in enumerate(entries):
         if action == "free_requested":
-            pending[addr] = i
+            pending[addr] = k
         elif action == "free_completed" and addr in pending:
             completed.add(pending.pop(addr))
         elif action == "alloc":
             pending.pop(addr, None)
     return [
-        Event(ALLOC if action == "alloc" else FREE, addr, size)
-        for i, (action, addr, size) in enumerate(entries)
-        if i not in completed
+        (i, Event(ALLOC if action == "alloc" else FREE, addr, size))
+        for k, (i, action, addr, size) in enumerate(entries)
+        if k not in completed
     ]
 
 

@@ -39,9 +39,11 @@ def _load_builtin() -> None:
     if not _REGISTRY:
         from judge.types.offload import OFFLOAD
         from judge.types.offset import OFFSET
+        from judge.types.online import ONLINE
 
         register(OFFSET)
         register(OFFLOAD)
+        register(ONLINE)
 
 
 __all__ = ["CaseLike", "PlanLike", "ProblemType", "Verification", "get_type", "known_types"]

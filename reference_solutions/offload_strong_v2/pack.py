@@ -2,8 +2,9 @@
 """Pack the strong offload planner into the contestant-style archive the service judges
 (reference_solutions/offload_strong.tar.gz): strong.py and memorace.toml, with the
 greedy planner, the v1 C++ planner and a copy of the judge's offload model (the planner
-computes exact makespans with it; the sandbox has no repository). Byte-identical
-for the same sources (fixed times and owners), so a test can tell a stale archive.
+computes exact makespans with it; the sandbox has no repository). Fixed times and
+owners, so packing again changes no member; the test compares members' names and bytes
+(not the compressed bytes: another zlib compresses the same tar differently).
 
     python reference_solutions/offload_strong_v2/pack.py [OUT]
 """

@@ -31,14 +31,14 @@ def read_plan(path: Path, case: OffsetCase) -> OffsetPlan:
 
 def parse_plan_bytes(data: bytes, path: Path | str, case: OffsetCase) -> OffsetPlan:
     table = parse_id_table(data, path, PLAN_COLUMNS, (), {"offset": (0, INT_LIMIT)}, PlanError)
-    rows = _rows_of_ids(table.ids, case, str(path))
+    rows = rows_of_ids(table.ids, case, str(path))
     offsets = table.ints["offset"]
     plan = np.empty(len(case), dtype=np.int64)
     plan[rows] = offsets
     return OffsetPlan(plan)
 
 
-def _rows_of_ids(ids: list[str], case: OffsetCase, path: str) -> np.ndarray:
+def rows_of_ids(ids: list[str], case: OffsetCase, path: str) -> np.ndarray:
     if ids == case.ids:  # planners often keep the input order: a C-speed comparison
         return np.arange(len(ids), dtype=np.int64)
     index = case.index()
