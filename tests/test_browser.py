@@ -55,6 +55,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Service]:
         extra_env={"MEMORACE_BASELINES": "1"}, workers=("w1",),  # the board's reference rows
     )  # fmt: skip
     try:
+        service.add_team("Lovelace", "ada")  # every test logs in as ada (one may run alone)
         yield service
     finally:
         service.stop()
@@ -103,7 +104,6 @@ def log_in(page) -> None:
 def test_submit_and_watch_in_a_browser(stack: Service, page) -> None:
     from playwright.sync_api import expect
 
-    stack.add_team("Lovelace", "ada")
     problems = watch(page)
     log_in(page)
 
