@@ -16,14 +16,18 @@ ALIGN = 512
 
 
 def training_trace(
-    seed: int = 0, layers: int = 6, iterations: int = 4, microbatches: int = 2
-) -> tuple[tuple[str, ...], list[Event]]:
+    seed: int = 0, layers: int = 6, iterations: int = 4, microbatches: int = 2,
+    rescale: bool = False,
+) -> tuple[tuple[str, ...], list[Event]]:  # fmt: skip
     """GPT-like training: parameters first, then per iteration and micro-batch a forward
     pass (saved activations; temporaries that live until the next op's), a backward
     pass (activation grads, parameter grads made in the first micro-batch and freed by
     the next iteration's zero_grad, accumulation temporaries), and an Adam step (its
     states made in iteration 0 and kept). Sizes are fixed per (layer, op), so every
-    iteration after the first repeats the one before."""
+    iteration after the first repeats the one before; `rescale`: from iteration 1 on,
+    each micro-batch's activations and their temporaries (not the gradients nor the
+    accumulation temporaries) are scaled by a factor of its own in [0.6, 1.4], as
+    sequences of other lengths make them (online-train's re-drawn iterations)."""
     rng = random.Random(seed)
     names = ("category", "op", "layer", "iteration", "microbatch")
     ops = 6
@@ -46,6 +50,10 @@ def training_trace(
         grads = []
         for mb in range(microbatches):
             tag = f"{it}.{mb}"
+            factor = rng.uniform(0.6, 1.4) if rescale and it else 1.0
+
+            def scaled(size: int, factor: float = factor) -> int:
+                return -(-int(size * factor) // ALIGN) * ALIGN if factor != 1.0 else size
 
             def hint(cat: str, op: str, layer: object, i: str = i, mb: int = mb) -> tuple[str, ...]:
                 return (cat, op, str(layer), i, str(mb))
@@ -56,8 +64,9 @@ def training_trace(
                 kept = []
                 for k in range(ops):
                     xid, tid = f"x{tag}.{layer}.{k}", f"t{tag}.{layer}.{k}"
-                    ev.append(("a", xid, out[layer][k], ALIGN, hint("activation", f"op{k}", layer)))
-                    ev.append(("a", tid, tmp[layer][k], ALIGN, hint("temporary", f"op{k}", layer)))
+                    x_size, t_size = scaled(out[layer][k]), scaled(tmp[layer][k])
+                    ev.append(("a", xid, x_size, ALIGN, hint("activation", f"op{k}", layer)))
+                    ev.append(("a", tid, t_size, ALIGN, hint("temporary", f"op{k}", layer)))
                     if prev_tmp:
                         ev.append(("f", prev_tmp))
                     prev_tmp = tid
@@ -71,7 +80,8 @@ def training_trace(
             dx = None
             for layer in reversed(range(layers)):
                 gx = f"gx{tag}.{layer}"
-                ev.append(("a", gx, out[layer][0], ALIGN, hint("temporary", "grad_in", layer)))
+                gx_size = scaled(out[layer][0])
+                ev.append(("a", gx, gx_size, ALIGN, hint("temporary", "grad_in", layer)))
                 if dx is not None:
                     ev.append(("f", dx))
                 dx = gx

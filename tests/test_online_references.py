@@ -78,6 +78,17 @@ def test_strong_learns_more_iterations_of_a_larger_model(commands) -> None:
     assert strong.peak <= greedy.peak, (strong, greedy)
 
 
+@pytest.mark.parametrize("seed", [0, 2])
+def test_strong_follows_iterations_whose_micro_batches_change_length(commands, seed) -> None:
+    """Iterations after the first scale each micro-batch's activations by a factor of
+    its own (0.6x to 1.4x; gradients and accumulation temporaries keep their sizes):
+    strong learns the factors as micro-batches show them and beats best fit."""
+    names, events = training_trace(seed=seed, layers=6, iterations=3, rescale=True)
+    greedy = drive(commands["greedy"], names, events)
+    strong = drive(commands["strong"], names, events)
+    assert strong.peak < greedy.peak, (strong, greedy)
+
+
 def test_strong_survives_a_switch_whose_plan_the_guard_refuses(commands) -> None:
     """Iteration 3 is guessed to repeat iteration 2 (A2) but turns into B at its second
     request; B's plan from there must put 150 bytes above everything (no hole that
@@ -130,7 +141,8 @@ def test_the_strong_archive_holds_the_current_sources(tmp_path: Path) -> None:
     machines); a fresh pack reads back to the same members."""
     pack = load_pack()
     assert pack.current(), "run python reference_solutions/online_strong/pack.py"
-    names = {"main.py", "place.py", "placer.cpp", "online_greedy.py", "memorace.toml"}
+    names = {"main.py", "factors.py", "place.py", "room.py", "ties.py", "placer.cpp"}
+    names |= {"online_greedy.py", "memorace.toml"}
     assert set(pack.members()) == names
     fresh = tmp_path / "fresh.tar.gz"
     fresh.write_bytes(pack.pack())

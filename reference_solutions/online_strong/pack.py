@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Pack the strong online allocator into the contestant-style archive the service judges
-(reference_solutions/online_strong.tar.gz): main.py, place.py and memorace.toml from
-here, with online_greedy.py (its best fit and protocol loop) beside them.
+(reference_solutions/online_strong.tar.gz): main.py, its modules (factors.py, place.py,
+room.py, ties.py), placer.cpp and memorace.toml from here, with online_greedy.py (its
+best fit and protocol loop) beside them.
 
 The archive is made with fixed times and owners, but gzip's bytes may differ between
 machines (zlib builds), so whether it is current is told by its members' names and
@@ -24,7 +25,8 @@ OUT = HERE.parent / "online_strong.tar.gz"
 
 def members() -> dict[str, bytes]:
     """{name in the archive: contents}."""
-    files = {n: HERE / n for n in ("main.py", "place.py", "placer.cpp", "memorace.toml")}
+    names = ("main.py", "factors.py", "place.py", "room.py", "ties.py", "placer.cpp")
+    files = {n: HERE / n for n in (*names, "memorace.toml")}
     files["online_greedy.py"] = HERE.parent / "online_greedy.py"
     return {name: files[name].read_bytes() for name in sorted(files)}
 

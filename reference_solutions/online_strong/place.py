@@ -78,7 +78,7 @@ def place_order(
 
 def native(
     start: list[int], end: list[int], size: list[int], align: list[int],
-    obstacles: list[tuple[int, int, int]], budget_s: float, seed: int,
+    obstacles: list[tuple[int, int, int]], budget_s: float, seed: int, late: list[bool],
 ) -> tuple[list[int], int, int] | None:  # fmt: skip
     """placer.cpp's answer: (offsets, peak, the most bytes live at once), or None when
     it was not built or failed (the same rules as here, a hundred times faster)."""
@@ -86,8 +86,8 @@ def native(
         return None
     lines = [f"{len(size)} {len(obstacles)} {budget_s:.3f} {seed}"]
     lines += [f"{o} {e} {min(t, INF)}" for o, e, t in obstacles]
-    lines += [f"{s} {min(e, INF)} {z} {a} 0"
-              for s, e, z, a in zip(start, end, size, align, strict=True)]  # fmt: skip
+    lines += [f"{s} {min(e, INF)} {z} {a} {int(t)}"
+              for s, e, z, a, t in zip(start, end, size, align, late, strict=True)]  # fmt: skip
     try:
         done = subprocess.run([str(PLACER)], input="\n".join(lines) + "\n", capture_output=True,
                               text=True, check=True, timeout=budget_s + 60)  # fmt: skip
@@ -107,22 +107,26 @@ def plan(
     obstacles: list[tuple[int, int, int]],
     budget_s: float = 0.0,
     seed: int = 0,
+    late: list[bool] | None = None,
 ) -> tuple[list[int], int, int]:
     """(offsets by item index, peak, the plan's lower bound or 0 when not computed):
     placer.cpp when built, else the same greedy orders here (largest first, longest-
     lived first, area first), then randomly perturbed size orders while `budget_s`
-    lasts; the lowest peak wins."""
-    found = native(start, end, size, align, obstacles, budget_s, seed)
+    lasts; the lowest peak wins. Items marked `late` come after all others in every
+    order (sizes only guessed: placed on top of the known ones)."""
+    late = late or [False] * len(size)
+    found = native(start, end, size, align, obstacles, budget_s, seed, late)
     if found is not None:
         return found
     st = np.array(start, dtype=np.int64)
     en = np.minimum(np.array(end, dtype=np.int64), INF)
     sz = np.array(size, dtype=np.int64)
     length = (en - st).astype(np.float64)
+    lt = np.array(late, dtype=np.int8)  # the last key of lexsort sorts first
     keys = [
-        np.lexsort((st, -sz, -length)),  # longest-lived, then size
-        np.lexsort((st, -length, -sz)),  # size, then longest-lived
-        np.lexsort((st, -(length * sz.astype(np.float64)))),  # area
+        np.lexsort((st, -sz, -length, lt)),  # longest-lived, then size
+        np.lexsort((st, -length, -sz, lt)),  # size, then longest-lived
+        np.lexsort((st, -(length * sz.astype(np.float64)), lt)),  # area
     ]
     best: tuple[int, list[int]] = (INF, [0] * len(size))
     for key in keys:
@@ -134,9 +138,10 @@ def plan(
     while time.monotonic() < deadline and len(size) > 1:
         noise = sz * np.exp(rng.normal(0.0, 0.3, len(size)))
         if rng.random() < 0.5:
-            key = np.lexsort((st, -noise))
+            key = np.lexsort((st, -noise, lt))
         else:
-            key = np.lexsort((st, -noise, -length * np.exp(rng.normal(0.0, 0.3, len(size)))))
+            stretch = -length * np.exp(rng.normal(0.0, 0.3, len(size)))
+            key = np.lexsort((st, -noise, stretch, lt))
         offsets, peak = place_order(key.tolist(), st, en, size, align, obstacles)
         if peak < best[0]:
             best = (peak, offsets)
