@@ -31,7 +31,7 @@ def judge_dialog_case(
     keep_plan: KeepPlan | None = None,
     replay_backend: str | None = None,
 ) -> CaseResult:
-    from judge.pipeline import _digest
+    from judge.pipeline import _digest, case_result
 
     ptype: Any = problem.ptype
     case = lc.case
@@ -54,20 +54,8 @@ def judge_dialog_case(
         if keep_plan is not None and digest is not None:
             keep_plan(path, digest)
     mean, p99 = talk.request_us()
-    return CaseResult(
-        case=lc.spec.name,
-        split=lc.spec.split,
-        weight=lc.spec.weight,
-        verdict=verdict,
-        message=message,
-        lower_bound=lc.lower_bound,
-        peak=peak,
-        score=score,
-        time_s=round(run.time_s, 3),
-        plan_digest=digest,
-        log=run.log,
-        request_us_mean=mean,
-        request_us_p99=p99,
+    return case_result(
+        lc, run, verdict, message, peak, score, digest, request_us_mean=mean, request_us_p99=p99
     )
 
 

@@ -118,19 +118,37 @@ def judge_case(
     digest = _digest(plan_path)
     if keep_plan is not None and digest is not None:
         keep_plan(plan_path, digest)
+    return case_result(
+        lc, run, verification.verdict, verification.message, verification.peak, score, digest,
+        makespan_us=verification.makespan,
+    )  # fmt: skip
+
+
+def case_result(
+    lc: LoadedCase,
+    run: RunOutcome,
+    verdict: Verdict,
+    message: str,
+    peak: int | None,
+    score: float,
+    digest: str | None,
+    **extra: Any,
+) -> CaseResult:
+    """The result of a case whose planner ran (batch or dialog); `extra`: the type's
+    own figures (makespan, request times)."""
     return CaseResult(
         case=lc.spec.name,
         split=lc.spec.split,
         weight=lc.spec.weight,
-        verdict=verification.verdict,
-        message=verification.message,
+        verdict=verdict,
+        message=message,
         lower_bound=lc.lower_bound,
-        peak=verification.peak,
+        peak=peak,
         score=score,
         time_s=round(run.time_s, 3),
         plan_digest=digest,
-        makespan_us=verification.makespan,
         log=run.log,
+        **extra,
     )
 
 

@@ -13,6 +13,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tarfile
 import time
 import tomllib
 import uuid
@@ -255,6 +256,32 @@ class Service:
             )  # fmt: skip
         assert reply.status_code in (200, 201), reply.text
         return reply.json()
+
+    def import_package(self, root: Path) -> dict[str, Any]:
+        """Upload the package folder as a .tar.gz (the organizer); the import job once
+        it has ended."""
+        archive = root.parent / f"{root.name}.tar.gz"
+        with tarfile.open(archive, "w:gz") as tar:
+            tar.add(root, arcname=root.name)
+        with archive.open("rb") as fh:
+            reply = self.api("POST", "/api/v1/admin/problems", files={"file": (archive.name, fh)})
+        assert reply.status_code == 202, reply.text
+        url = reply.json()["url"]
+
+        def ended() -> dict[str, Any] | None:
+            job = self.api("GET", url).json()
+            return job if job["status"] in ("done", "failed") else None
+
+        return wait_for(ended, 60, "the import job")
+
+    def cli(self, token: str, *args: str) -> str:
+        """`memorace ARGS` against this service as the token's owner; its stdout."""
+        env = {**os.environ, "MEMORACE_URL": self.url, "MEMORACE_TOKEN": token,
+               "COLUMNS": "200"}  # fmt: skip
+        done = subprocess.run([str(VENV_BIN / "memorace"), *args], env=env, capture_output=True,
+                              text=True, timeout=60, check=False)  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        return done.stdout
 
     def wait_done(self, token: str, sub_id: int, timeout: float = 300) -> dict[str, Any]:
         def done() -> dict[str, Any] | None:

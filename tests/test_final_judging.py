@@ -10,8 +10,6 @@ that when a judging ends tells nothing of how long its hidden cases took.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -20,7 +18,7 @@ import httpx
 import pytest
 
 from benchmarks.hidden_channel import SLUG, channel_service, planner, stream_times
-from tests.service import VENV_BIN, Service
+from tests.service import Service
 from tests.test_pages import login, post
 from worker.pacing import budget_s
 
@@ -39,15 +37,6 @@ def submit(service: Service, token: str, symbol: int, nonce: int) -> int:
     sub_id = service.submit(token, SLUG, path)["id"]
     service.wait_done(token, sub_id)
     return sub_id
-
-
-def memorace(service: Service, token: str, *args: str) -> str:
-    env = {**os.environ, "MEMORACE_URL": service.url, "MEMORACE_TOKEN": token,
-           "COLUMNS": "200"}  # fmt: skip
-    done = subprocess.run([str(VENV_BIN / "memorace"), *args], env=env, capture_output=True,
-                          text=True, timeout=60, check=False)  # fmt: skip
-    assert done.returncode == 0, done.stderr
-    return done.stdout
 
 
 def test_final_mode(service: Service) -> None:
@@ -76,9 +65,9 @@ def test_final_mode(service: Service) -> None:
     assert reply.status_code == 200 and reply.json()["judged_at_the_end"] == [b], reply.text
     assert service.api("POST", "/api/v1/admin/final-judging", red, json={}).status_code == 403
 
-    shown = memorace(service, red, "final", SLUG)
+    shown = service.cli(red, "final", SLUG)
     assert f"takes #{b} (your picks; up to 2 picks)" in shown, shown
-    assert json.loads(memorace(service, red, "final", SLUG, str(b), "--json"))["picked"] == [b]
+    assert json.loads(service.cli(red, "final", SLUG, str(b), "--json"))["picked"] == [b]
 
     with httpx.Client(base_url=service.url, timeout=60) as browser:  # the pages
         assert login(browser, "rita", "rita-password").is_redirect

@@ -9,10 +9,7 @@ allocator templates and the /types page."""
 from __future__ import annotations
 
 import io
-import os
 import random
-import subprocess
-import tarfile
 import zipfile
 from pathlib import Path
 
@@ -23,7 +20,7 @@ from judge.package import load_problem
 from judge.pipeline import judge_planner
 from judge.starterkit import kit_templates
 from tests.online_cases import FIRST_FIT_PY, make_package, random_trace, trace_text
-from tests.service import VENV_BIN, Service, start_service, wait_for
+from tests.service import start_service, wait_for
 from tests.test_service_e2e import backends, sandbox_for_tests
 
 SLUG = "online-svc"
@@ -43,23 +40,6 @@ def online_package(root: Path) -> Path:
     return pkg
 
 
-def import_package(service: Service, root: Path) -> dict:
-    """The organizer uploads the package folder as a .tar.gz; the import job once ended."""
-    archive = root.parent / f"{root.name}.tar.gz"
-    with tarfile.open(archive, "w:gz") as tar:
-        tar.add(root, arcname=root.name)
-    with archive.open("rb") as fh:
-        reply = service.api("POST", "/api/v1/admin/problems", files={"file": (archive.name, fh)})
-    assert reply.status_code == 202, reply.text
-    url = reply.json()["url"]
-
-    def ended() -> dict | None:
-        job = service.api("GET", url).json()
-        return job if job["status"] in ("done", "failed") else None
-
-    return wait_for(ended, 60, "the import job")
-
-
 @pytest.fixture(scope="module", params=["embedded", "postgres+redis"])
 def stack(request, tmp_path_factory):
     tmp = tmp_path_factory.mktemp("online")
@@ -72,19 +52,10 @@ def stack(request, tmp_path_factory):
             service.stop()
 
 
-def memorace(service: Service, token: str, *args: str) -> str:
-    env = {**os.environ, "MEMORACE_URL": service.url, "MEMORACE_TOKEN": token,
-           "COLUMNS": "200"}  # fmt: skip
-    done = subprocess.run([str(VENV_BIN / "memorace"), *args], env=env, capture_output=True,
-                          text=True, timeout=60, check=False)  # fmt: skip
-    assert done.returncode == 0, done.stderr
-    return done.stdout
-
-
 def test_an_online_problem_through_the_service(stack) -> None:
     service, tmp = stack
     pkg = online_package(tmp / "pkg")
-    job = import_package(service, pkg)
+    job = service.import_package(pkg)
     assert job["status"] == "done" and job["problem"] == SLUG, job
     token = service.add_team("allocators", "olga")
     source = tmp / "first_fit.py"
@@ -116,7 +87,7 @@ def test_an_online_problem_through_the_service(stack) -> None:
     cells = page.count('class="num request-us">')
     assert cells == 3 and page.count(f"{public['p1']['request_us_mean']:.1f} (") == 1, page
     assert f"{full['request_us_mean']:.1f} ({full['request_us_p99']:.1f})" not in page
-    shown = memorace(service, token, "status", str(done["id"]))
+    shown = service.cli(token, "status", str(done["id"]))
     assert "µs/request" in shown and f"{public['p2']['request_us_mean']:.1f}" in shown, shown
     assert shown.count("hidden") >= 3, shown  # h1's peak, score, time, µs... are "hidden"
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import shutil
 import signal
-import tarfile
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -165,29 +164,12 @@ def _run(service: Service, tmp: Path, scratch: Path, db_url: str) -> None:
     shutil.rmtree(tmp / "host-B")
     shutil.rmtree(scratch / "host-B")
     service.start_worker("B2", beat=False, env=host_env(tmp, scratch, "B"))
-    assert import_package(service, small_package(tmp / "new", NEW_PROBLEM))["status"] == "done"
+    assert service.import_package(small_package(tmp / "new", NEW_PROBLEM))["status"] == "done"
     for problem, i in ((PROBLEM, 98), (NEW_PROBLEM, 99)):
         sub = service.submit(token, problem, planner_copy(tmp, i))
         done = service.wait_done(token, sub["id"], timeout=120)
         assert done["status"] == "done" and "JUDGE_ERROR" not in done["status_detail"], done
         assert judged_by(db_url, [sub["id"]])[sub["id"]].split(":")[-1] in _pids(service, "B2")
-
-
-def import_package(service: Service, root: Path) -> dict:
-    """Upload the package folder as a .tar.gz; the import job once it has ended."""
-    archive = root.parent / f"{root.name}.tar.gz"
-    with tarfile.open(archive, "w:gz") as tar:
-        tar.add(root, arcname=root.name)
-    with archive.open("rb") as fh:
-        reply = service.api("POST", "/api/v1/admin/problems", files={"file": (archive.name, fh)})
-    assert reply.status_code == 202, reply.text
-    url = reply.json()["url"]
-
-    def ended() -> dict | None:
-        job = service.api("GET", url).json()
-        return job if job["status"] in ("done", "failed") else None
-
-    return wait_for(ended, 60, "the import job")
 
 
 def _pids(service: Service, name: str) -> set[str]:

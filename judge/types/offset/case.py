@@ -21,8 +21,21 @@ _RANGES = {
 }
 
 
+class IdRows:
+    """Rows named by `ids` (a case of any type whose rows are buffers)."""
+
+    ids: list[str]
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def index(self) -> dict[str, int]:
+        """Row of each id; built on demand (plans need it, lower bounds do not)."""
+        return {bid: i for i, bid in enumerate(self.ids)}
+
+
 @dataclass(frozen=True, eq=False)
-class OffsetCase:
+class OffsetCase(IdRows):
     """Buffer i lives in [lower[i], upper[i]) and needs size[i] bytes."""
 
     ids: list[str]
@@ -32,13 +45,6 @@ class OffsetCase:
     alignment: np.ndarray  # int64, >= 1
     capacity: int
     path: str = ""
-
-    def __len__(self) -> int:
-        return len(self.ids)
-
-    def index(self) -> dict[str, int]:
-        """Row of each id; built on demand (plans need it, lower bounds do not)."""
-        return {bid: i for i, bid in enumerate(self.ids)}
 
 
 def read_case(path: Path, capacity: int) -> OffsetCase:

@@ -17,6 +17,7 @@ import numpy as np
 
 from judge.csvtable import INT_LIMIT, read_bounded
 from judge.errors import CaseError, show_value
+from judge.types.offset.case import IdRows
 
 MAX_CASE_BYTES = 512 * 2**20
 MAX_EVENTS = 4_000_000
@@ -31,7 +32,7 @@ Event = tuple  # ("a", id, size, alignment, (values...)) or ("f", id)
 
 
 @dataclass(frozen=True, eq=False)
-class OnlineCase:
+class OnlineCase(IdRows):
     """Allocation i (in request order) is made at event lower[i] and freed at event
     upper[i] (the number of events when never freed); events count from 0."""
 
@@ -46,12 +47,6 @@ class OnlineCase:
     events: int  # how many a/f lines
     capacity: int
     path: str = ""
-
-    def __len__(self) -> int:
-        return len(self.ids)
-
-    def index(self) -> dict[str, int]:
-        return {bid: i for i, bid in enumerate(self.ids)}
 
     def event_rows(self) -> tuple[np.ndarray, np.ndarray]:
         """Per event in order: the allocation row it concerns and whether it is a
@@ -123,18 +118,21 @@ class _Reader:
         if words[0] != "hints":
             raise self.fail("the first line must be 'hints' and the hint names", line)
         names = tuple(words[1:])
-        for name in names:
-            if not NAME.fullmatch(name):
-                raise self.fail(
-                    f"hint name {show_value(name)} is not [a-z][a-z0-9_]* of at most 32 "
-                    "characters (names are separated by one space)",
-                    line,
-                )
+        self._all_match(
+            names, NAME, "hint name {} is not [a-z][a-z0-9_]* of at most 32 characters "
+            "(names are separated by one space)", line,
+        )  # fmt: skip
         if len(names) > MAX_HINTS:
             raise self.fail(f"{len(names)} hint names; at most {MAX_HINTS}", line)
         if len(set(names)) != len(names):
             raise self.fail("a hint name repeats", line)
         return names
+
+    def _all_match(self, words: Sequence[str], rule: re.Pattern, message: str, line: int) -> None:
+        """The first word that breaks `rule` fails the case; `message` has {} for it."""
+        for word in words:
+            if not rule.fullmatch(word):
+                raise self.fail(message.format(show_value(word)), line)
 
     def _event(self, line: int) -> int:
         if self.events >= MAX_EVENTS:
@@ -157,13 +155,10 @@ class _Reader:
         size = self._number(words[2], "size", line)
         align = self._number(words[3], "alignment", line)
         values = tuple(words[4:])
-        for value in values:
-            if not VALUE.fullmatch(value):
-                raise self.fail(
-                    f"hint value {show_value(value)} is not 1 to {MAX_VALUE_CHARS} printable "
-                    "characters without spaces ('-' when unknown)",
-                    line,
-                )
+        self._all_match(
+            values, VALUE, f"hint value {{}} is not 1 to {MAX_VALUE_CHARS} printable "
+            "characters without spaces ('-' when unknown)", line,
+        )  # fmt: skip
         self.row_of[bid] = len(self.ids)
         self.ids.append(bid)
         self.size.append(size)
