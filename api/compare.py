@@ -40,6 +40,7 @@ def comparison(db: Session, sub: Submission, viewer: User) -> dict[str, Any]:
             "best_team_score": team[0] if team else None,
             "best_reference_score": ref, "best_reference": ref_name or None,
             "gain_points": max(target - own, 0.0) * share * 100,
+            "request_us_mean": r.request_us_mean, "request_us_p99": r.request_us_p99,
         })  # fmt: skip
     rows.sort(key=lambda row: (-row["gain_points"], row["case"]))
     return {"submission_id": sub.id, "hidden_included": everything, "rows": rows}

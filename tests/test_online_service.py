@@ -84,9 +84,16 @@ def test_an_online_problem_through_the_service(stack) -> None:
     # The submission page and the CLI show µs/request; the hidden case's stay withheld.
     page = service.api("GET", f"/submissions/{done['id']}", token).text
     assert "µs/request (p99)" in page
+    # The live table: three cases; the comparison: the two public ones (before the reveal).
     cells = page.count('class="num request-us">')
-    assert cells == 3 and page.count(f"{public['p1']['request_us_mean']:.1f} (") == 1, page
+    assert cells == 3 + 2 and page.count(f"{public['p1']['request_us_mean']:.1f} (") == 2, page
     assert f"{full['request_us_mean']:.1f} ({full['request_us_p99']:.1f})" not in page
+    compared = service.api("GET", f"/api/v1/submissions/{done['id']}/comparison", token).json()
+    assert {r["case"]: r["request_us_p99"] for r in compared["rows"]} == {
+        c: public[c]["request_us_p99"] for c in PUBLIC
+    }
+    case_page = service.api("GET", f"/submissions/{done['id']}?case=p1", token).text
+    assert f"{public['p1']['request_us_mean']:.1f} µs/request (p99" in case_page, case_page
     shown = service.cli(token, "status", str(done["id"]))
     assert "µs/request" in shown and f"{public['p2']['request_us_mean']:.1f}" in shown, shown
     assert shown.count("hidden") >= 3, shown  # h1's peak, score, time, µs... are "hidden"
