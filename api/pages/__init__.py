@@ -6,7 +6,12 @@ api.problems, ...), so both always agree. Every POST form carries a CSRF token
 through `error_page`; a page that needs a login sends the browser to /login.
 """
 
-from api.pages import contestant, organizer  # noqa: F401  (they add their routes)
+from api.pages import (  # noqa: F401  (they add their routes)
+    contestant,
+    organizer,
+    organizer_accounts,
+    organizer_problems,
+)
 from api.pages.common import error_page, router, wants_html
 
 __all__ = ["error_page", "router", "wants_html"]
