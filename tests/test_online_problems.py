@@ -241,3 +241,22 @@ def test_adam_state_is_made_in_the_first_optimizer_step():
         assert max(at["parameter"]) < min(moments) and not freed & set(moments), name
         assert max(at["0/False"]) < min(moments) and max(moments) < min(at["0/True"]), name
         assert max(moments) < min(at["1/False"]), name
+
+
+def test_a_serving_requests_caches_never_shrink_in_any_case():
+    """A request's keys or values of a layer grow by a token a step, in the hidden cases
+    too: their variation scales a request's tensors by one factor of its own (a factor
+    per run of ops made caches shrink between steps thousands of times a case)."""
+    for lc in load_cases(load_problem(shipped("online-serve"))):
+        case, grown = lc.case, 0
+        names = case.hint_names
+        cat, req, layer = (names.index(n) for n in ("category", "request", "layer"))
+        largest: dict[tuple[str, str], int] = {}
+        for size, hints in zip(case.size.tolist(), case.hints, strict=True):
+            if hints[cat] != "kv_cache" or hints[req] == "-":
+                continue
+            key = (hints[req], hints[layer])
+            assert size >= largest.get(key, 0), (lc.spec.name, key)
+            grown += size > largest.get(key, size)
+            largest[key] = max(size, largest.get(key, 0))
+        assert grown > 0, lc.spec.name

@@ -76,6 +76,14 @@ class Draw:
         return out
 
 
+def scale_size(size: int, per_mille: int) -> int:
+    """A token-dependent size times per_mille / 1000, to whole ALIGNMENT units (sizes
+    under one unit are left alone: they do not grow with tokens)."""
+    if size < ALIGNMENT:
+        return size
+    return max(ALIGNMENT, (size * per_mille // 1000 + ALIGNMENT // 2) // ALIGNMENT * ALIGNMENT)
+
+
 def vary_trace(doc: dict, draw: Draw) -> dict:
     """A copy of a recorded trace whose token-dependent tensors (and the work of the
     ops) are scaled per run of ops: as if the micro-batches or requests made in that
@@ -95,9 +103,8 @@ def vary_trace(doc: dict, draw: Draw) -> dict:
 
     sizes = []
     for size, op, lower, cat in zip(t["size"], t["op"], t["lower"], t["category"], strict=True):
-        if cat in scaled and size >= ALIGNMENT:
-            f = factors[run_of(op if op >= 0 else lower)]
-            size = max(ALIGNMENT, (size * f // 1000 + ALIGNMENT // 2) // ALIGNMENT * ALIGNMENT)
+        if cat in scaled:
+            size = scale_size(size, factors[run_of(op if op >= 0 else lower)])
         sizes.append(size)
     work = {
         key: [v * factors[run_of(i)] // 1000 for i, v in enumerate(ops[key])]

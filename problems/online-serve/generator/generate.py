@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "_lib"))  # online_
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # engine
 
 from engine import Labels, label
-from hidden import Draw, vary_trace
+from hidden import SCALE, TOKEN_CATEGORIES, Draw, scale_size, vary_trace
 from online_trace import Made, StepPart, make_case, step_events
 from torchtrace import read_trace
 
@@ -102,12 +102,21 @@ def build(case: ServeCase) -> Made:
 
 
 def vary(trace: str, draw: Draw) -> Made:
-    """A hidden case: a window of the pool with its token-dependent sizes scaled per
-    run of ops (hidden.vary_trace); order, lifetimes and hints as recorded."""
+    """A hidden case: a window of the pool with other token counts, order, lifetimes and
+    hints as recorded. What serves the whole batch is scaled per run of ops
+    (hidden.vary_trace); what belongs to one request (its KV caches, its attention's
+    temporaries) by that request's own factor, as if its prompt had another length, so
+    a request's caches still grow step by step (a factor per run would shrink them)."""
     doc, labels = labelled(trace)
-    return make_case(
-        HINTS, events_of(vary_trace(doc, draw), labels), _comments(trace, True), "hidden"
-    )
+    varied = vary_trace(doc, draw)
+    factor = [draw.between(*SCALE) for _ in range(labels.requests)]
+    t, cats = doc["tensors"], doc["categories"]
+    sizes = list(varied["tensors"]["size"])
+    for i, (size, cat) in enumerate(zip(t["size"], t["category"], strict=True)):
+        if labels.request[i] != "-" and cats[cat] in TOKEN_CATEGORIES:
+            sizes[i] = scale_size(size, factor[int(labels.request[i][1:])])
+    varied = {**varied, "tensors": {**varied["tensors"], "size": sizes}}
+    return make_case(HINTS, events_of(varied, labels), _comments(trace, True), "hidden")
 
 
 if __name__ == "__main__":
