@@ -22,6 +22,8 @@ GRAIN = 512  # sizes are rounded up to this
 LO, HI = 0.6 / 1.4 - 0.01, 1.4 / 0.6 + 0.01
 TOL = 0.002  # a factor this far from the planned one calls for a new plan
 SHARPEN = 0.01  # ... and so does one first known to worse than this
+WIDE = (1 / 16, 16)  # size ratios allowed between micro-batches of one step
+WIDE_TOL = 0.02  # a size class this far from its planned size calls for a new plan
 
 
 def scaled(category: str | None, microbatch: str, size: int) -> bool:
@@ -30,12 +32,24 @@ def scaled(category: str | None, microbatch: str, size: int) -> bool:
 
 
 class Factors:
-    def __init__(self) -> None:
+    """`wide`: the template is another micro-batch of the same step (or of another
+    one), whose tensors need not follow one factor: recorded micro-batches differ in
+    batch and sequence length, and attention scores go with the square of the length.
+    Then any ratio in WIDE matches, and each size class (the template's size, per
+    micro-batch) is predicted as seen once it has been."""
+
+    def __init__(self, wide: bool = False) -> None:
+        self.wide = wide
         self.best: dict[str, tuple[int, int]] = {}  # micro-batch -> (template, current) size
+        self.known: dict[tuple[str, int], int] = {}  # (micro-batch, template size) -> size (wide)
+        self.planned_known: set[tuple[str, int]] = set()
         self.planned: dict[str, int] = {}  # micro-batch -> template size its plan used
+        self.planned_factor: dict[str, float] = {}
         self.assumed = 1.0  # the factor the plan gave micro-batches not seen yet
 
     def learn(self, mb: str, template: int, size: int) -> None:
+        if self.wide:
+            self.known[(mb, template)] = size  # its size class
         b = self.best.get(mb)
         if b is None or template > b[0]:
             self.best[mb] = (template, size)
@@ -50,6 +64,9 @@ class Factors:
     def predict(self, mb: str, template: int) -> int:
         """A request's size as the template's scaled by its micro-batch (with slack for
         the rounding), or by the unseen factor."""
+        seen = self.known.get((mb, template))
+        if seen is not None:
+            return seen
         b = self.best.get(mb)
         if b is None:
             return align_up(int(template * self.unseen()), GRAIN)
@@ -60,6 +77,10 @@ class Factors:
         """Is `size` the template's size scaled by the micro-batch's factor?"""
         if size < GRAIN:
             return False
+        if self.known.get((mb, template)) == size:
+            return True
+        if self.wide:
+            return WIDE[0] <= size / template <= WIDE[1]
         b = self.best.get(mb)
         if b is None:
             return LO <= size / template <= HI
@@ -69,6 +90,8 @@ class Factors:
     def consistent(self, mb: str, template: int, size: int) -> bool:
         """After learning a whole prefix: is the micro-batch's factor in range and
         `size` that factor's?"""
+        if self.wide:
+            return WIDE[0] <= size / template <= WIDE[1]
         t, c = self.best[mb]
         return LO <= c / t <= HI and abs(size - template * c / t) <= self._slack(template, t)
 
@@ -81,10 +104,18 @@ class Factors:
         """A plan is being made with the factors known now."""
         self.assumed = self.unseen()
         self.planned = {m: t for m, (t, _) in self.best.items()}
+        self.planned_factor = {m: c / t for m, (t, c) in self.best.items()}
+        self.planned_known = set(self.known)
 
-    def news(self, mb: str) -> bool:
+    def news(self, mb: str, template: int = 0, size: int = 0, least: int = 0) -> bool:
         """Did the micro-batch's last request tell more than its plan assumed: a first
-        factor other than the unseen one, or a much sharper one?"""
+        factor other than the unseen one, or a much sharper one? (wide: a size class
+        the plan did not know, off its prediction by more than WIDE_TOL and `least` bytes)"""
+        if self.wide:
+            if (mb, template) in self.planned_known:
+                return False
+            off = abs(size - template * self.planned_factor.get(mb, self.assumed))
+            return off > WIDE_TOL * size and off > least
         t, c = self.best[mb]
         r, old = c / t, self.planned.get(mb)
         if old is None:
@@ -93,3 +124,4 @@ class Factors:
 
     def reset(self) -> None:
         self.best, self.planned, self.assumed = {}, {}, 1.0
+        self.known, self.planned_known, self.planned_factor = {}, set(), {}

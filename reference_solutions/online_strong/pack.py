@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Pack the strong online allocator into the contestant-style archive the service judges
-(reference_solutions/online_strong.tar.gz): main.py, its modules (factors.py, place.py,
-room.py, ties.py), placer.cpp and memorace.toml from here, with online_greedy.py (its
+(reference_solutions/online_strong.tar.gz): main.py, its modules (factors.py, follower.py,
+place.py, room.py, ties.py), placer.cpp and memorace.toml from here, with online_greedy.py (its
 best fit and protocol loop) beside them.
 
 The archive is made with fixed times and owners, but gzip's bytes may differ between
@@ -25,7 +25,7 @@ OUT = HERE.parent / "online_strong.tar.gz"
 
 def members() -> dict[str, bytes]:
     """{name in the archive: contents}."""
-    names = ("main.py", "factors.py", "place.py", "room.py", "ties.py", "placer.cpp")
+    names = ("main.py", "factors.py", "follower.py", "place.py", "room.py", "ties.py", "placer.cpp")
     files = {n: HERE / n for n in (*names, "memorace.toml")}
     files["online_greedy.py"] = HERE.parent / "online_greedy.py"
     return {name: files[name].read_bytes() for name in sorted(files)}
