@@ -202,9 +202,9 @@ def test_an_online_allocator_shows_its_time_per_request(
     from playwright.sync_api import expect
 
     from tests.online_cases import FIRST_FIT_PY
-    from tests.test_online_service import SLUG, import_package, online_package
+    from tests.test_online_service import SLUG, online_package
 
-    job = import_package(stack, online_package(tmp_path / "pkg"))
+    job = stack.import_package(online_package(tmp_path / "pkg"))
     assert job["status"] == "done", job
     allocator = tmp_path / "first_fit.py"
     allocator.write_text(FIRST_FIT_PY)
