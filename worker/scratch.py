@@ -17,10 +17,10 @@ from judge.sandbox.base import process_alive
 from judge.sandbox.local_fs import remove_tree
 
 PREFIX = "memorace-worker-"
-_SYSTEM_TMP = Path(tempfile.gettempdir())  # before enter() points tempfile elsewhere
+SYSTEM_TMP = Path(tempfile.gettempdir())  # before enter() points tempfile elsewhere
 
 
-def folder_for(host: str, pid: int, base: Path = _SYSTEM_TMP) -> Path:
+def folder_for(host: str, pid: int, base: Path = SYSTEM_TMP) -> Path:
     return base / f"{PREFIX}{host}-{pid}"
 
 
@@ -49,7 +49,7 @@ def leave() -> None:
         tempfile.tempdir = None
 
 
-def remove_orphans(base: Path = _SYSTEM_TMP) -> int:
+def remove_orphans(base: Path = SYSTEM_TMP) -> int:
     """Remove the scratch folders of dead judging processes of this host."""
     host, removed = socket.gethostname(), 0
     for path in base.glob(f"{PREFIX}*"):

@@ -18,7 +18,21 @@ from api.settings import Settings
 
 def refusal(settings: Settings) -> str:
     """Why this worker must not start ('' when it may): its sandbox, then its scratch."""
-    return sandbox_problem(settings) or scratch_problem(settings)
+    return sandbox_problem(settings) or scratch_problem(settings) or cores_problem()
+
+
+def cores_problem() -> str:
+    """Why MEMORACE_CORES (a worker slot's own cores) cannot be used ('' when it can)."""
+    from judge.sandbox.cores import CoreSpecError, allowed, parse_cpulist
+
+    text = os.environ.get("MEMORACE_CORES", "").strip()
+    try:
+        wanted = parse_cpulist(text) if text else frozenset()
+    except CoreSpecError as exc:
+        return f"MEMORACE_CORES: {exc}"
+    if extra := wanted - allowed():
+        return f"MEMORACE_CORES names cores this host does not give it: {sorted(extra)}"
+    return ""
 
 
 def sandbox_problem(settings: Settings) -> str:

@@ -19,6 +19,7 @@ from celery.signals import (
 from api import filebroker
 from api.db.session import migrate
 from api.queue import IMPORT_TASK, JUDGE_TASK, REAP_TASK, RESCORE_TASK
+from judge.sandbox import cores
 from worker import imports, judging, presence, reaper, scratch
 from worker.celery_app import app, settings
 from worker.rescore import rescore_version
@@ -80,9 +81,36 @@ def _housekeeping() -> None:
 presence.connect_signals(settings, gpu_slot())  # after _on_ready: the schema exists
 
 
+_claims: list[cores.Claim] = []  # this process's cores, held for its life
+
+
+def own_cores() -> None:
+    """Once per judging process: claim its slot's cores (judge.sandbox.cores):
+    MEMORACE_CORES (a core list) when set, else MEMORACE_SLOT_CORES free ones (default
+    1; 0: no pinning)."""
+    if _claims:
+        return
+    per_slot = os.environ.get("MEMORACE_SLOT_CORES", "1")
+    try:
+        per = int(per_slot) if per_slot.isdigit() else 1
+        # the host's temporary folder (shared by a host's worker containers), never
+        # this process's own scratch folder, which `scratch.enter` made the default
+        got = cores.claim(per, _env_cores(), scratch.SYSTEM_TMP / cores.LOCK_DIR)
+    except cores.CoreSpecError as exc:
+        log.critical("worker refuses to start: MEMORACE_CORES: %s", exc)
+        raise SystemExit(3) from None
+    _claims.append(got)
+    (log.info if got.cores else log.warning)("judging process %s: %s", os.getpid(), got.why)
+
+
+def _env_cores() -> str:
+    return os.environ.get("MEMORACE_CORES", "").strip()
+
+
 @worker_process_init.connect
 def _process_init(**_: object) -> None:
     scratch.enter()
+    own_cores()
 
 
 @worker_process_shutdown.connect
@@ -93,6 +121,7 @@ def _process_shutdown(**_: object) -> None:
 @app.task(name=JUDGE_TASK, bind=True, max_retries=None)
 def judge(self, judging_id: int) -> str:  # type: ignore[no-untyped-def]
     scratch.enter()  # also under a pool without worker_process_init (solo, threads)
+    own_cores()
     try:
         return judging.run_judging(settings, judging_id, worker_name(), gpu_slot())
     except judging.Busy as exc:

@@ -31,6 +31,7 @@ from typing import Any
 from judge.package import Limits
 from judge.sandbox import base, docker_builds
 from judge.sandbox.base import OUTPUT_LIMIT_BYTES, RunOutcome, SandboxError, tail
+from judge.sandbox.cores import docker_cpuset
 from judge.sandbox.dialog import CLOSED, LOST, Talk
 from judge.sandbox.docker_agent import HELLO, PLANNER_USER, Agent, AgentLost
 
@@ -167,6 +168,8 @@ def container_spec(
         "labels": {LABEL: "1", OWNER_LABEL: f"{socket.gethostname()}:{os.getpid()}"},
         "detach": True,
     }
+    if cpuset := docker_cpuset():  # the worker slot's own cores (judge.sandbox.cores)
+        spec["cpuset_cpus"] = cpuset
     if limits.gpus > 0:
         from docker.types import DeviceRequest
 

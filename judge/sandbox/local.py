@@ -44,6 +44,7 @@ from typing import Any
 
 from judge.package import Limits
 from judge.sandbox.base import LOG_TAIL_BYTES, OUTPUT_LIMIT_BYTES, RunOutcome, SandboxError, tail
+from judge.sandbox.cores import join_cpuset
 from judge.sandbox.dialog import Talk
 from judge.sandbox.local_fs import (
     MAX_NEW_ENTRIES,
@@ -346,6 +347,7 @@ def _limit(limits: Limits, cpu_s: float, uid: int, no_network: bool) -> None:
     makes none), rlimits, then an unprivileged user."""
     if no_network:
         own_network()
+    join_cpuset()  # its slot's cores bind it (judge.sandbox.cores), not just its affinity
     cpu = int(cpu_s) + 1
     memory = limits.memory_limit_mb * 2**20
     resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))

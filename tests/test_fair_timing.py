@@ -1,0 +1,158 @@
+"""Fair timing: a worker slot owns whole cores (judge.sandbox.cores). Workers claim
+different cores and a dead worker's cores are free again at once; a CPU-bound planner
+judged in its slot gets the same time and score beside three busy neighbours (other
+slots' planners, crowded on the remaining cores) as alone, in both sandboxes.
+
+The figures (alone, beside neighbours, and unpinned as the control) are printed; the
+pinned ones must agree within 10 %."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from judge.sandbox.cores import CoreSpecError, cpulist, parse_cpulist
+from tests.conftest import ROOT
+from tests.test_package import make_package
+from tests.test_sandbox import SANDBOXES
+
+GOOD_PLAN = (
+    "open(os.path.join(os.environ['MEMORACE_OUT_DIR'], 'plan.csv'), 'w')"
+    ".write('id,offset\\na,0\\nb,8\\n')\n"
+)
+WORK = "x = 0\nfor i in range(9_000_000):\n    x += i * i\n"  # about a second of one core
+SPIN = "t = time.monotonic()\nwhile time.monotonic() - t < {s}:\n    pass\n"
+CORES = sorted(os.sched_getaffinity(0))
+
+# A judging process as a worker runs it: its slot's cores claimed (explicitly here),
+# then one planner judged; prints the case's time and score.
+DRIVER = """
+import json, sys
+from pathlib import Path
+from judge.sandbox.cores import claim
+from judge.package import load_problem
+from judge.pipeline import judge_planner
+pkg, source, sandbox, cores, lock_dir = sys.argv[1:6]
+if cores:
+    claim(0, cores, Path(lock_dir))
+r = judge_planner(load_problem(Path(pkg)), Path(source), "public", sandbox=sandbox,
+                  time_limit_s=30, build_cache=None).results[0]
+print(json.dumps({"verdict": str(r.verdict), "score": r.score, "time_s": r.time_s}))
+"""
+
+
+def test_core_lists_parse_and_bad_ones_are_refused():
+    assert parse_cpulist("0-2,5") == {0, 1, 2, 5} and cpulist({3, 1}) == "1,3"
+    for bad in ("", "a", "3-1", "1-", "-1", "0-99999"):
+        with pytest.raises(CoreSpecError):
+            parse_cpulist(bad)
+
+
+CLAIMER = """
+import sys, time
+from pathlib import Path
+from judge.sandbox.cores import claim, allowed
+got = claim(1, "", Path(sys.argv[1]))
+print(",".join(map(str, sorted(got.cores))), sorted(allowed()) == sorted(got.cores or allowed()),
+      flush=True)
+time.sleep(60)
+"""
+
+
+@pytest.mark.skipif(len(CORES) < 2, reason="needs two cores")
+def test_workers_claim_different_cores_and_a_dead_workers_are_free_again(tmp_path):
+    def start() -> tuple[subprocess.Popen, str]:
+        proc = subprocess.Popen(
+            [sys.executable, "-c", CLAIMER, str(tmp_path)],
+            cwd=ROOT,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        line = proc.stdout.readline().split()
+        assert line[-1] == "True", line  # pinned to exactly what it claimed
+        return proc, line[0] if len(line) == 2 else ""
+
+    procs = [start() for _ in CORES]
+    try:
+        assert sorted(int(c) for _, c in procs) == CORES  # one core each
+        extra, none = start()  # the cores ran out: not pinned, says so
+        assert none == "" and extra.poll() is None
+        extra.kill()
+        procs[0][0].kill()
+        procs[0][0].wait()
+        again, core = start()  # a dead worker's core is free at once
+        procs.append((again, core))
+        assert core == procs[0][1]
+    finally:
+        for proc, _ in procs:
+            proc.kill()
+            proc.wait()
+
+
+def _driver(pkg: Path, source: Path, sandbox: str, cores: str, tmp: Path) -> subprocess.Popen:
+    argv = [sys.executable, "-c", DRIVER, str(pkg), str(source), sandbox, cores, str(tmp)]
+    return subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.PIPE, text=True)
+
+
+def _result(proc: subprocess.Popen) -> dict:
+    out, _ = proc.communicate(timeout=120)
+    assert proc.returncode == 0, out
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def _timed(pkg, planner, sandbox, cores, tmp, neighbours: str | None, spin: Path) -> dict:
+    """One judging of `planner` on `cores`, alone or beside three spinning neighbours
+    judged on `neighbours` (started first, given time to get going)."""
+    crowd = []
+    if neighbours is not None:
+        crowd = [_driver(pkg, spin, sandbox, neighbours, tmp) for _ in range(3)]
+        time.sleep(3.0)
+    try:
+        return _result(_driver(pkg, planner, sandbox, cores, tmp))
+    finally:
+        for proc in crowd:
+            assert _result(proc)["verdict"] == "OK"
+
+
+@pytest.mark.skipif(len(CORES) < 2, reason="needs two cores")
+@pytest.mark.parametrize("sandbox", SANDBOXES)
+def test_a_planner_beside_busy_neighbours_keeps_its_time_and_score(tmp_path, sandbox):
+    pkg = make_package(tmp_path / "pkg")
+    planner, spin = tmp_path / "work.py", tmp_path / "spin.py"
+    planner.write_text("import os\n" + WORK + GOOD_PLAN)
+    spin.write_text("import os, time\n" + SPIN.format(s=8) + GOOD_PLAN)
+    mine, others = str(CORES[-1]), cpulist(set(CORES[:-1]))
+    runs = {
+        "alone": _timed(pkg, planner, sandbox, mine, tmp_path, None, spin),
+        "beside 3 busy neighbours": _timed(pkg, planner, sandbox, mine, tmp_path, others, spin),
+        "unpinned beside 3 (control)": _timed(pkg, planner, sandbox, "", tmp_path, "", spin),
+    }
+    for name, r in runs.items():
+        print(f"{sandbox}: {name}: {r['time_s']:.3f} s, {r['verdict']} {r['score']}")
+    alone, beside = runs["alone"], runs["beside 3 busy neighbours"]
+    assert alone["verdict"] == beside["verdict"] == "OK" and alone["score"] == beside["score"]
+    ratio = beside["time_s"] / alone["time_s"]
+    assert 0.9 <= ratio <= 1.1, runs
+
+
+@pytest.mark.skipif(len(CORES) < 2, reason="needs two cores")
+@pytest.mark.parametrize("sandbox", SANDBOXES)
+def test_a_planner_cannot_widen_its_cores(tmp_path, sandbox):
+    """An affinity is a wish any process may widen: a planner that asks for every core
+    still runs on its slot's alone (docker's cpuset; the local sandbox's cpuset cgroup).
+    It writes a valid plan only when its mask stayed one core."""
+    pkg = make_package(tmp_path / "pkg")
+    planner = tmp_path / "widen.py"
+    planner.write_text(
+        "import os\n"
+        "try:\n    os.sched_setaffinity(0, range(os.cpu_count()))\nexcept OSError:\n    pass\n"
+        "if len(os.sched_getaffinity(0)) == 1:\n    " + GOOD_PLAN
+    )
+    got = _result(_driver(pkg, planner, sandbox, str(CORES[-1]), tmp_path))
+    assert got["verdict"] == "OK", got
