@@ -107,14 +107,16 @@ def _result(proc: subprocess.Popen) -> dict:
 
 
 def _timed(pkg, planner, sandbox, cores, tmp, neighbours: str | None, spin: Path) -> dict:
-    """One judging of `planner` on `cores`, alone or beside three spinning neighbours
-    judged on `neighbours` (started first, given time to get going)."""
+    """The faster of two judgings of `planner` on `cores` (a stray daemon's wake-up is
+    not the neighbours' doing), alone or beside three spinning neighbours judged on
+    `neighbours` (started first, given time to get going)."""
     crowd = []
     if neighbours is not None:
         crowd = [_driver(pkg, spin, sandbox, neighbours, tmp) for _ in range(3)]
         time.sleep(3.0)
     try:
-        return _result(_driver(pkg, planner, sandbox, cores, tmp))
+        runs = [_result(_driver(pkg, planner, sandbox, cores, tmp)) for _ in range(2)]
+        return min(runs, key=lambda r: r["time_s"])
     finally:
         for proc in crowd:
             assert _result(proc)["verdict"] == "OK"
@@ -126,7 +128,7 @@ def test_a_planner_beside_busy_neighbours_keeps_its_time_and_score(tmp_path, san
     pkg = make_package(tmp_path / "pkg")
     planner, spin = tmp_path / "work.py", tmp_path / "spin.py"
     planner.write_text("import os\n" + WORK + GOOD_PLAN)
-    spin.write_text("import os, time\n" + SPIN.format(s=8) + GOOD_PLAN)
+    spin.write_text("import os, time\n" + SPIN.format(s=14) + GOOD_PLAN)
     mine, others = str(CORES[-1]), cpulist(set(CORES[:-1]))
     runs = {
         "alone": _timed(pkg, planner, sandbox, mine, tmp_path, None, spin),

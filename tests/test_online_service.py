@@ -88,7 +88,9 @@ def test_an_online_problem_through_the_service(stack) -> None:
     # The live table: three cases; the comparison: the two public ones (before the reveal).
     # Cells, not substrings: two cases may well share a mean to one decimal.
     cells = re.findall(r'class="num request-us">([^<]*)</td>', page)
-    times = sorted(f"{r['request_us_mean']:.1f} ({r['request_us_p99']:.1f})" for r in public.values())
+    times = sorted(
+        f"{r['request_us_mean']:.1f} ({r['request_us_p99']:.1f})" for r in public.values()
+    )
     assert len(cells) == 3 + 2 and cells[0] == "", page  # h1 first, its times withheld
     assert sorted(cells[1:3]) == times and sorted(cells[3:]) == times, page
     compared = service.api("GET", f"/api/v1/submissions/{done['id']}/comparison", token).json()
