@@ -8,6 +8,7 @@ on results written as a worker would."""
 from __future__ import annotations
 
 import asyncio
+import os
 import re
 import time
 from collections.abc import Iterator
@@ -238,7 +239,8 @@ def _queries(client: TestClient, path: str, headers: dict[str, str]) -> int:
 
 
 def test_scripts_serve_starts_one_api_process_per_core_and_restarts_its_worker(tmp_path):
-    with serve_script(tmp_path, {"MEMORACE_API_PROCESSES": "3"}) as (url, data):
+    extra = {"MEMORACE_API_PROCESSES": "3", "MEMORACE_WORKERS": "2"}
+    with serve_script(tmp_path, extra) as (url, data):
         wait_for(lambda: _serving(tmp_path / "serve.log", 3), 120, "3 API processes")
         wait_for(lambda: answers(url), 60, "scripts/serve's API")
         token = {"Authorization": f"Bearer {(data / 'admin.token').read_text().strip()}"}
@@ -254,13 +256,22 @@ def test_scripts_serve_starts_one_api_process_per_core_and_restarts_its_worker(t
             assert len(after) == 1 and after != etags
         # The worker dies (SIGKILL, as the kernel's out-of-memory killer does): scripts/serve
         # starts another, and the service judges again without anyone's help.
+        # Two worker slots (MEMORACE_WORKERS), each on a core of its own.
         log = data / "worker.log"
-        wait_for(lambda: log.read_text(errors="replace").count(" ready.") == 1, 60, "the worker")
-        (worker,) = _celery_workers(data)
+        wait_for(lambda: log.read_text(errors="replace").count(" ready.") == 2, 60, "2 workers")
+        wait_for(lambda: len(_claims(log)) == 2, 60, "the workers' core claims")
+        if len(os.sched_getaffinity(0)) >= 2:
+            assert len(set(_claims(log))) == 2, _claims(log)
+        worker, other = _celery_workers(data)
         worker.kill()
-        wait_for(lambda: log.read_text(errors="replace").count(" ready.") == 2, 60, "a new worker")
+        wait_for(lambda: log.read_text(errors="replace").count(" ready.") == 3, 60, "a new worker")
         assert "the worker exited with status 137" in log.read_text(errors="replace")
-        assert [w.pid for w in _celery_workers(data)] != [worker.pid]
+        assert {w.pid for w in _celery_workers(data)} & {worker.pid, other.pid} == {other.pid}
+
+
+def _claims(log: Path) -> list[str]:
+    """The cores each judging process of the log claimed (worker.tasks.own_cores)."""
+    return re.findall(r"judging process \d+: cores ([\d,]+)", log.read_text(errors="replace"))
 
 
 def _celery_workers(data: Path) -> list[psutil.Process]:
