@@ -101,7 +101,7 @@ def main() -> None:
     args = parser.parse_args()
     console = Console()
     with tempfile.TemporaryDirectory() as tmp:
-        exe = build(ROOT / "reference_solutions" / "strong_search.cpp", Path(tmp))
+        exe = build(ROOT / "reference_solutions" / "strong_search", Path(tmp))
         sets: dict[str, list[tuple[Path, int]]] = {"as given": [], "truth": []}
         seeds = args.seeds or list(range(args.start, args.start + args.count))
         cases = [generate(seed) for seed in seeds]

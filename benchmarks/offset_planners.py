@@ -14,7 +14,7 @@ idealloc each planner's peak / lower bound. No assertions: figures only.
 
     python benchmarks/offset_planners.py [--count 300] [--subset N] [--time-limit 10]
         [--trace-time-limit 30] [--jobs 2] [--set generated|minimalloc|idealloc|all]
-        [--start S] [--planners best_fit.cpp strong_search.cpp] [--family sliced|replay]
+        [--start S] [--planners best_fit.cpp strong_search] [--family sliced|replay]
 
 MiniMalloc's own solver is not run: its sources are not on this machine (its
 Abseil dependency is: `apt-get install libabsl-dev`).
@@ -38,6 +38,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
+from judge.submission import CXX_FLAGS
 from judge.types import get_type
 from judge.verdict import Verdict
 from judge.verifier import check_plan
@@ -47,7 +48,7 @@ sys.path.insert(0, str(ROOT))  # scripts/ is not installed: run from a checkout
 from scripts.offset_cases import FAMILY, REPLAY, write_cases  # noqa: E402
 
 DATA = Path(os.environ.get("MEMORACE_SHARED_DATA", ROOT.parent / "shared" / "data"))
-PLANNERS = ("best_fit.cpp", "strong_search.cpp")
+PLANNERS = ("best_fit.cpp", "strong_search")  # strong_search/: a folder of modules
 PLAN_LINE = re.compile(r"plan peak=(\d+) t=([0-9.]+) cpu=([0-9.]+)")
 OFFSET = get_type("offset")
 
@@ -63,10 +64,13 @@ class Run:
 
 
 def build(source: Path, out: Path, defines: tuple[str, ...] = ()) -> Path:
-    """Compiles with the contest's flags (`defines`: -D names, e.g. a test's checks)."""
+    """Compiles a .cpp file, or a folder's main.cpp (strong_search/: one unit that
+    includes its modules), with the contest's flags (`defines`: -D names, e.g. a test's
+    checks); the program is named after the file or the folder."""
     exe = out / source.stem
+    unit = source / "main.cpp" if source.is_dir() else source
     flags = [f"-D{d}" for d in defines]
-    subprocess.run(["g++", "-O2", "-std=c++20", *flags, "-o", exe, source], check=True)
+    subprocess.run(["g++", *CXX_FLAGS, *flags, "-o", exe, unit], check=True)
     return exe
 
 

@@ -24,7 +24,7 @@ from judge.verdict import Verdict
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = Path(os.environ.get("MEMORACE_SHARED_DATA", ROOT.parent / "shared" / "data"))
-PLANNERS = ["naive.py", "greedy_size.cpp", "best_fit.cpp", "strong_search.cpp"]
+PLANNERS = ["naive.py", "greedy_size.cpp", "best_fit.cpp", "strong_search.tar.gz"]
 SETS = {"minimalloc": None, "idealloc": 2**50}
 
 
@@ -63,7 +63,7 @@ def main() -> None:
                     cells.append(f"{r.peak / r.lower_bound:.4f}{mark}")
                 else:
                     cells.append(str(r.verdict))
-            strong = reports["strong_search.cpp"].results[i]
+            strong = reports["strong_search.tar.gz"].results[i]
             table.add_row(
                 spec.name,
                 str(counts[i]),

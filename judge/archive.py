@@ -10,12 +10,13 @@ from __future__ import annotations
 import contextlib
 import errno
 import gzip
+import io
 import os
 import stat
 import tarfile
 import zipfile
 import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import IO, NoReturn, Protocol
 
@@ -306,3 +307,27 @@ def _check_tar_type(upload: str, member: tarfile.TarInfo) -> None:
         raise SubmissionError(f"sparse files are not allowed: {member.name}", upload)
     if not (member.isreg() or member.isdir()):
         raise SubmissionError(f"unsupported kind of archive member: {member.name}", upload)
+
+
+# --- packing: the reference planners' archives -------------------------------------------
+
+
+def pack_tar_gz(members: Mapping[str, bytes]) -> bytes:
+    """A .tar.gz of `members` ({name: contents}) made the same way every time: members
+    sorted by name, mode 0644, time 0, no owner, gzip time 0. Another zlib may still
+    compress the same tar to other bytes, so whether an archive is current is told by
+    `tar_members`, never by its compressed bytes (reference_solutions/*/pack.py)."""
+    raw = io.BytesIO()
+    with tarfile.open(fileobj=raw, mode="w", format=tarfile.PAX_FORMAT) as tar:
+        for name in sorted(members):
+            data = members[name]
+            info = tarfile.TarInfo(name)
+            info.size, info.mode, info.mtime = len(data), 0o644, 0
+            tar.addfile(info, io.BytesIO(data))
+    return gzip.compress(raw.getvalue(), mtime=0)
+
+
+def tar_members(archive: Path) -> dict[str, bytes]:
+    """{name: contents} of the regular files of a trusted archive (one we packed)."""
+    with tarfile.open(archive) as tar:
+        return {m.name: tar.extractfile(m).read() for m in tar.getmembers() if m.isfile()}

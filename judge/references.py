@@ -11,7 +11,11 @@ FOLDER = Path(__file__).resolve().parents[1] / "reference_solutions"
 # shows what a framework's allocator scores between greedy and strong.
 LEVELS = ("naive", "greedy", "caching", "strong")
 BASELINES: dict[str, dict[str, str]] = {
-    "offset": {"naive": "naive.py", "greedy": "greedy_size.cpp", "strong": "strong_search.cpp"},
+    "offset": {
+        "naive": "naive.py",
+        "greedy": "greedy_size.cpp",
+        "strong": "strong_search.tar.gz",  # made by reference_solutions/strong_search/pack.py
+    },
     "offload": {
         "naive": "offload_naive.py",
         "greedy": "offload_greedy.py",

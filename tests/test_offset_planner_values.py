@@ -27,7 +27,13 @@ PLANNERS = ("strong_search", "best_fit", "greedy_size")
 
 @pytest.fixture(scope="module")
 def planners() -> dict[str, Path]:
-    return {name: compiled(ROOT / "reference_solutions" / f"{name}.cpp") for name in PLANNERS}
+    return {name: compiled(_source(name)) for name in PLANNERS}
+
+
+def _source(name: str) -> Path:
+    """A planner's .cpp file, or its folder of modules (strong_search/: main.cpp)."""
+    folder = ROOT / "reference_solutions" / name
+    return folder if folder.is_dir() else folder.with_suffix(".cpp")
 
 
 def _value(top: int):

@@ -90,7 +90,7 @@ def strong_mixed(tmp_path_factory) -> tuple[Problem, JudgeReport]:
     cases.append(max(every, key=lambda c: c.path.stat().st_size))
     base = load_problem(ROOT / "problems" / SHIPPED[0])
     problem = dataclasses.replace(base, slug="strong-mixed", cases=cases)
-    report = judge_planner(problem, PLANNERS / "strong_search.cpp", time_limit_s=STRONG_LIMIT_S)
+    report = judge_planner(problem, PLANNERS / "strong_search.tar.gz", time_limit_s=STRONG_LIMIT_S)
     assert [r.case for r in report.results] == [c.name for c in cases]
     return problem, report
 
@@ -129,7 +129,7 @@ def test_strong_planner_fits_every_minimalloc_case(minimalloc):
     bound (A, B, E, F: about 5 s of CPU to the first fit in all); on C and D (lower bound
     below the capacity) it tightens until 80 % of the limit. The target is 10 s
     (benchmarks/offset_planners.py); 12 s leaves room for a loaded machine."""
-    report = judge_planner(minimalloc, PLANNERS / "strong_search.cpp", time_limit_s=12)
+    report = judge_planner(minimalloc, PLANNERS / "strong_search.tar.gz", time_limit_s=12)
     for r in report.results:
         assert r.verdict == Verdict.OK, (r.case, r.message)
         assert r.time_s < 12
@@ -152,7 +152,7 @@ def test_strong_planner_fits_generated_cases_whose_deficit_hides_joints(tmp_path
         cases.append(CaseSpec(f"hard-{seed}", "public", 1 << 20, 1.0, path))
     base = load_problem(ROOT / "problems" / SHIPPED[0])
     problem = dataclasses.replace(base, slug="strong-joints", cases=cases)
-    report = judge_planner(problem, PLANNERS / "strong_search.cpp", time_limit_s=10)
+    report = judge_planner(problem, PLANNERS / "strong_search.tar.gz", time_limit_s=10)
     for r in report.results:
         assert r.verdict == Verdict.OK, (r.case, r.message)
 
@@ -179,7 +179,7 @@ def _load_changes(rows) -> dict[int, int]:
 
 @pytest.fixture(scope="module")
 def strong_exe() -> Path:
-    return compiled(PLANNERS / "strong_search.cpp")
+    return compiled(PLANNERS / "strong_search")
 
 
 NO_MERGE = {"STRONG_SEARCH_NO_MERGE": "1"}  # the search as before the sibling merges
@@ -241,7 +241,7 @@ def _run_planner(exe: Path, case, tmp_path: Path, env: dict[str, str]) -> tuple[
 @pytest.fixture(scope="module")
 def checked_floors_exe() -> Path:
     """strong_search built with STRONG_SEARCH_CHECK_FLOORS (about 15 s: once for all seeds)."""
-    return compiled(PLANNERS / "strong_search.cpp", ("STRONG_SEARCH_CHECK_FLOORS",))
+    return compiled(PLANNERS / "strong_search", ("STRONG_SEARCH_CHECK_FLOORS",))
 
 
 @pytest.mark.slow

@@ -301,7 +301,7 @@ def test_reference_planners_through_docker_match_the_local_judge(sandbox):
         assert {r.verdict for r in docker.results} == {Verdict.OK}
     strong = judge_planner(
         problem,
-        ROOT / "reference_solutions" / "strong_search.cpp",
+        ROOT / "reference_solutions" / "strong_search.tar.gz",
         split="public",
         time_limit_s=3,
         sandbox=sandbox,

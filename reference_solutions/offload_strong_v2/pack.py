@@ -11,11 +11,10 @@ owners, so packing again changes no member; the test compares members' names and
 
 from __future__ import annotations
 
-import gzip
-import io
 import sys
-import tarfile
 from pathlib import Path
+
+from judge.archive import pack_tar_gz
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
@@ -36,14 +35,7 @@ def members() -> list[tuple[str, Path]]:
 
 
 def pack() -> bytes:
-    raw = io.BytesIO()
-    with tarfile.open(fileobj=raw, mode="w", format=tarfile.PAX_FORMAT) as tar:
-        for name, path in members():
-            data = path.read_bytes()
-            info = tarfile.TarInfo(name)
-            info.size, info.mode, info.mtime = len(data), 0o644, 0
-            tar.addfile(info, io.BytesIO(data))
-    return gzip.compress(raw.getvalue(), mtime=0)
+    return pack_tar_gz({name: path.read_bytes() for name, path in members()})
 
 
 if __name__ == "__main__":

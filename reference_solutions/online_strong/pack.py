@@ -13,11 +13,10 @@ contents (`current`), never by comparing compressed bytes.
 
 from __future__ import annotations
 
-import gzip
-import io
 import sys
-import tarfile
 from pathlib import Path
+
+from judge.archive import pack_tar_gz, tar_members
 
 HERE = Path(__file__).resolve().parent
 OUT = HERE.parent / "online_strong.tar.gz"
@@ -32,19 +31,12 @@ def members() -> dict[str, bytes]:
 
 
 def pack() -> bytes:
-    raw = io.BytesIO()
-    with tarfile.open(fileobj=raw, mode="w", format=tarfile.PAX_FORMAT) as tar:
-        for name, data in members().items():
-            info = tarfile.TarInfo(name)
-            info.size, info.mode, info.mtime = len(data), 0o644, 0
-            tar.addfile(info, io.BytesIO(data))
-    return gzip.compress(raw.getvalue(), mtime=0)
+    return pack_tar_gz(members())
 
 
 def contents(archive: Path) -> dict[str, bytes]:
     """{name: contents} of the regular files in an archive."""
-    with tarfile.open(archive) as tar:
-        return {m.name: tar.extractfile(m).read() for m in tar.getmembers() if m.isfile()}
+    return tar_members(archive)
 
 
 def current(archive: Path = OUT) -> bool:
