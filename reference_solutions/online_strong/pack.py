@@ -16,7 +16,10 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from judge.archive import pack_tar_gz, tar_members
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))  # `python reference_solutions/.../pack.py` from anywhere
+
+from judge.archive import pack_tar_gz, tar_members  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 OUT = HERE.parent / "online_strong.tar.gz"
