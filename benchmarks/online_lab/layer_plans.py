@@ -26,7 +26,7 @@ Variants that were worse (first set): planning only the temporaries (0.9192) or 
 caches (0.9272); a random search of 10 ms per plan (0.9415); only plans that do not
 raise the peak (0.9418). Per case 0.7 to 2.9 s in-process.
 
-    python benchmarks/online_serve_lab/harness.py main:Strong layer_plans:LayerPlans
+    python benchmarks/online_lab/harness.py main:Strong layer_plans:LayerPlans
 """
 
 from __future__ import annotations

@@ -2,12 +2,13 @@
 events to allocator classes and prints lower bound / peak per case, the mean, and the
 cases where a class is not above greedy (the issue-35 criterion for strong).
 
-Cases: online-serve's public split and hidden-like splits made by the problem's
-generator with the calibration seed (benchmarks/online_calibration.py's) and extra
-seeds, into PKG_DIR (made once, reused). Capacities come from each package's
+Cases: the problem's (`--problem`, default online-serve) public split and hidden-like
+splits made by its generator with the calibration seed (benchmarks/online_calibration.py's)
+and extra seeds, into PKG_DIR (made once, reused). Capacities come from each package's
 problem.toml. A few seconds per allocator for 26 cases (the judge takes minutes).
 
-    python benchmarks/online_serve_lab/harness.py [--seeds N] [--pkg-dir DIR] MODULE:CLASS...
+    python benchmarks/online_lab/harness.py [--problem SLUG] [--seeds N] [--pkg-dir DIR] \
+        MODULE:CLASS...
 
 Build placer first for the strong allocator's own speed (cd reference_solutions/online_strong
 && g++ -O2 -std=c++20 -o placer placer.cpp; untracked): without it place.py's numpy twin
@@ -73,10 +74,10 @@ def peak_of(make, capacity: int, names: list[str], events: list[Event]) -> int:
     return peak
 
 
-def packages(pkg_dir: Path, seeds: list[str]) -> list[Path]:
+def packages(slug: str, pkg_dir: Path, seeds: list[str]) -> list[Path]:
     """The public package, then one hidden-like package per seed (generated once)."""
-    out = [ROOT / "problems" / "online-serve"]
-    gen = ROOT / "problems" / "online-serve" / "generator" / "generate.py"
+    out = [ROOT / "problems" / slug]
+    gen = ROOT / "problems" / slug / "generator" / "generate.py"
     for k, seed in enumerate(seeds):
         where = pkg_dir / f"seed{k}"
         if not (where / "problem.toml").is_file():
@@ -99,9 +100,11 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("allocators", nargs="+")
     ap.add_argument("--seeds", type=int, default=3, help="hidden-like splits (1st: calibration)")
-    ap.add_argument("--pkg-dir", type=Path, default=Path("/tmp/online_serve_lab"))
+    ap.add_argument("--problem", default="online-serve", help="online-serve or online-train")
+    ap.add_argument("--pkg-dir", type=Path, help="default /tmp/online_lab/SLUG")
     a = ap.parse_args()
-    extra = [(b"online serve lab seed %d" % k).hex() for k in range(1, a.seeds)]
+    pkg_dir = a.pkg_dir or Path("/tmp/online_lab") / a.problem
+    extra = [(b"online lab seed %d" % k).hex() for k in range(1, a.seeds)]
     seeds = [CALIBRATION_SEED, *extra]
     makers = {"greedy": importlib.import_module("online_greedy").Greedy}
     for spec in a.allocators:
@@ -110,7 +113,7 @@ def main() -> None:
     scores: dict[str, list[float]] = {k: [] for k in makers}
     labels: list[str] = []
     print(f"{'case':36s}" + "".join(f"{k[-18:]:>20s}" for k in makers))
-    for k, package in enumerate(packages(a.pkg_dir, seeds[: a.seeds])):
+    for k, package in enumerate(packages(a.problem, pkg_dir, seeds[: a.seeds])):
         for name, capacity, path in cases(package, "public" if k == 0 else "hidden"):
             names, events = read_events(path)
             bound, cells = lower_bound(events), ""
