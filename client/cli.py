@@ -7,16 +7,18 @@ import json
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.text import Text
 
 from client.errors import ClientError
-from client.http import FINAL, Client
 from judge import cli as judge_cli
 from judge.console import err, fail, fmt, new_table, out, print_cases, progress_bar, show
 from tracer import cli as trace_cli
+
+if TYPE_CHECKING:  # httpx loads only for the commands that talk to a server
+    from client.http import Client
 
 app = typer.Typer(
     help="MemoRace: judge memory planners here, or submit them to a MemoRace server.",
@@ -43,7 +45,7 @@ def submit(
         sub = client.submit(file, problem)
         if sub.get("reused") and not as_json:
             err.print(f"identical to an earlier upload: reusing submission #{sub['id']}")
-        if follow and sub.get("status") not in FINAL:
+        if follow and sub.get("status") not in _final():
             sub = _follow(client, sub, quiet=as_json)
     _show_submission(sub, as_json)
     raise typer.Exit(1 if sub.get("status") == "error" else 0)
@@ -114,10 +116,18 @@ def final_cmd(
 
 
 def _server() -> Client:
+    from client.http import Client
+
     try:
         return Client.from_config()
     except ClientError as exc:
         raise fail(exc.message) from None
+
+
+def _final() -> frozenset[str]:
+    from client.http import FINAL
+
+    return FINAL
 
 
 @contextmanager

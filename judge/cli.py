@@ -7,7 +7,7 @@ import json
 import os
 import re
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -16,12 +16,13 @@ from judge.console import fail as _fail
 from judge.errors import InputError
 from judge.importer import import_minimalloc, name_and_capacity
 from judge.package import Problem, load_cases, load_problem
-from judge.pipeline import JudgeReport, judge_planner
-from judge.sandbox import SandboxError, default_sandbox_name
 from judge.scoring import CaseResult
 from judge.types import get_type, known_types
 from judge.verdict import Verdict
 from judge.verifier import check_plan
+
+if TYPE_CHECKING:  # judging loads the sandboxes; `verify` needs none of it
+    from judge.pipeline import JudgeReport
 
 ROOT = Path(__file__).resolve().parents[1]
 app = typer.Typer(help="MemoRace: judge and score memory planners.", no_args_is_help=True)
@@ -180,6 +181,8 @@ def judge_cmd(
         raise _fail("--split must be public, hidden or all")
     if sandbox not in (None, "docker", "local"):
         raise _fail("--sandbox must be docker or local")
+    from judge.sandbox import default_sandbox_name
+
     prob = _load(problem)
     box = sandbox or default_sandbox_name()
     if replay not in (None, "numpy", "cupy", "auto"):
@@ -253,6 +256,9 @@ def _judge_with_progress(
     sandbox: str = "local",
     replay: str | None = None,
 ) -> JudgeReport:
+    from judge.pipeline import judge_planner
+    from judge.sandbox import SandboxError
+
     total = len(prob.cases_in(split))
     with progress_bar(quiet) as bar:
         task = bar.add_task(f"{planner.name} on {prob.slug}", total=total)

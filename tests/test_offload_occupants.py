@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from judge.types.offload.occupants import SEVERAL, previous
-from judge.types.offset.verifier import _disjoint, find_overlap
+from judge.types.offset.verifier import find_overlap, start_pieces
 
 NOBODY = 10**6
 takes = st.lists(
@@ -61,17 +61,60 @@ rects = st.lists(
 )  # (lower, duration, start, size)
 
 
+def first_clash(lower, upper, start, end) -> tuple[int, int] | None:
+    """All pairs: the sweep's first clash. Start events in order of (time, row); the first
+    that meets a live rectangle (begun before, not yet ended) names it and, of the live
+    ones it meets, the lowest in memory."""
+    for i in sorted(range(len(lower)), key=lambda k: (lower[k], k)):
+        met = [
+            j for j in range(len(lower))
+            if (lower[j], j) < (lower[i], i) and upper[j] > lower[i]
+            and start[j] < end[i] and start[i] < end[j]
+        ]  # fmt: skip
+        if met:
+            return min(met, key=lambda j: start[j]), i
+    return None
+
+
 @settings(max_examples=400, deadline=None)
 @given(rects)
-def test_the_sweeps_numpy_proof_of_disjointness_matches_all_pairs(rows):
-    """judge.types.offset.verifier._disjoint (find_overlap's shortcut) against all pairs."""
+def test_the_sweeps_numpy_way_matches_all_pairs(rows):
+    """judge.types.offset.verifier.start_pieces (find_overlap's numpy way) and find_overlap
+    against all pairs, down to the pair named."""
     table = np.array(rows, np.int64).reshape(-1, 4)
     lower, start = table[:, 0], table[:, 2]
     upper, end = lower + table[:, 1], start + table[:, 3]
-    clash = any(
-        max(lower[i], lower[j]) < min(upper[i], upper[j])
-        and max(start[i], start[j]) < min(end[i], end[j])
-        for i in range(len(rows)) for j in range(i)
-    )  # fmt: skip
-    assert _disjoint(lower, upper, start, end) == (not clash)
-    assert (find_overlap(lower, upper, start, end) is None) == (not clash)
+    clash = first_clash(lower, upper, start, end)
+    if len(rows):
+        found = start_pieces(lower, upper, start, end)
+        assert found is False or found == (clash[1] if clash else None)
+    assert find_overlap(lower, upper, start, end) == clash
+
+
+def first_clash_numpy(lower, upper, start, end) -> tuple[int, int] | None:
+    """first_clash, one row of pairs at a time (for a few thousand rectangles)."""
+    rows = np.arange(len(lower))
+    for i in np.lexsort((rows, lower)).tolist():
+        earlier = (lower < lower[i]) | ((lower == lower[i]) & (rows < i))
+        met = earlier & (upper > lower[i]) & (start < end[i]) & (start[i] < end)
+        if met.any():
+            j = np.flatnonzero(met)
+            return int(j[np.argmin(start[j])]), i
+    return None
+
+
+def test_wide_rectangles_over_many_pieces_take_the_sweep_and_name_the_same_pair():
+    """Rectangles that each cover many others' starts: too many pieces for numpy, so the
+    sweep decides; valid and invalid layouts, the same pair as all pairs."""
+    rng = np.random.default_rng(11)
+    for trial in range(6):
+        n = 1500
+        lower = rng.integers(0, 3000, n)
+        upper = lower + rng.integers(1, 4, n)
+        start = rng.integers(0, 20000, n) * 8
+        size = np.where(rng.random(n) < 0.3, 60000, 8)  # wide ones cover many starts
+        end = start + size
+        if trial % 2 == 0:  # valid: each rectangle alone in its own time slot
+            lower, upper = np.arange(n) * 5, np.arange(n) * 5 + 5
+        assert start_pieces(lower, upper, start, end) is False
+        assert find_overlap(lower, upper, start, end) == first_clash_numpy(lower, upper, start, end)

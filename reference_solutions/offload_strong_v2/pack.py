@@ -22,8 +22,9 @@ from judge.archive import pack_tar_gz  # noqa: E402
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 OUT = ROOT / "reference_solutions" / "offload_strong.tar.gz"
-JUDGE = ("__init__.py", "errors.py", "csvtable.py", "verdict.py", "types/__init__.py",
-         "types/base.py", "types/offset/*.py", "types/offload/*.py")  # fmt: skip
+JUDGE = ("__init__.py", "errors.py", "csvtable.py", "csvscan.py", "verdict.py",
+         "types/__init__.py", "types/base.py", "types/offset/*.py",
+         "types/offload/*.py")  # fmt: skip
 
 
 def members() -> list[tuple[str, Path]]:

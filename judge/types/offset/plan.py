@@ -19,20 +19,28 @@ class OffsetPlan:
     offset: np.ndarray  # int64, aligned with the case's rows
 
 
-def plan_byte_limit(case: OffsetCase) -> int:
-    """Room for every id with a 20-digit offset, twice over; refuses 1 GB files early."""
-    return 2**20 + 2 * sum(len(b) + 24 for b in case.ids)
+def plan_byte_limit(case: OffsetCase, joined: str | None = None) -> int:
+    """Room for every id with a 20-digit offset, twice over; refuses 1 GB files early.
+    (`joined`: case.joined_ids(), when at hand: its length counts the ids' characters.)"""
+    n = len(case)
+    chars = len(joined) - max(n - 1, 0) if joined is not None else sum(map(len, case.ids))
+    return 2**20 + 2 * (chars + 24 * n)
 
 
 def read_plan(path: Path, case: OffsetCase) -> OffsetPlan:
-    data = read_bounded(path, plan_byte_limit(case), PlanError)
-    return parse_plan_bytes(data, path, case)
+    joined = case.joined_ids()
+    data = read_bounded(path, plan_byte_limit(case, joined), PlanError)
+    return parse_plan_bytes(data, path, case, joined)
 
 
-def parse_plan_bytes(data: bytes, path: Path | str, case: OffsetCase) -> OffsetPlan:
+def parse_plan_bytes(
+    data: bytes, path: Path | str, case: OffsetCase, joined: str | None = None
+) -> OffsetPlan:
     table = parse_id_table(data, path, PLAN_COLUMNS, (), {"offset": (0, INT_LIMIT)}, PlanError)
-    rows = rows_of_ids(table.ids, case, str(path))
     offsets = table.ints["offset"]
+    if table.id_text == (case.joined_ids() if joined is None else joined):
+        return OffsetPlan(offsets)  # planners often keep the input order
+    rows = rows_of_ids(table.ids, case, str(path))
     plan = np.empty(len(case), dtype=np.int64)
     plan[rows] = offsets
     return OffsetPlan(plan)
