@@ -29,117 +29,119 @@ _EDGE[128:] = True
 # and '0' characters for the bytes below them (read as leading zeros).
 _KEEP = np.array([0] + [2**64 - 2 ** (8 * (8 - c)) for c in range(1, 9)], np.uint64)
 _FILL = _ZEROS & ~_KEEP
-_MIX = np.uint64(0x9E3779B97F4A7C15)  # odd: multiplying by it loses no bits
-_KEY_BYTES = 64  # longer ids get no keys (the caller's exact check takes over)
-
-
-_ROWS = 1 << 15  # rows per block: small arrays stay in cache and their memory is reused
-_BLOCK = 1 << 20  # bytes per block of the scan
-
-
-@dataclass(frozen=True, eq=False)
-class IdSpans:
-    """Where the ids lie in the bytes: id i is data[start[i]:stop[i]], never empty."""
-
-    data: np.ndarray  # uint8
-    start: np.ndarray  # int64, ascending
-    stop: np.ndarray  # int64
-
-    def joined(self) -> str:
-        """The ids joined by ","."""
-        return ",".join(self._joined(r, r + _ROWS) for r in range(0, len(self.start), _ROWS))
-
-    def _joined(self, first: int, last: int) -> str:
-        start, stop = self.start[first:last], self.stop[first:last]
-        length = stop - start + 1  # each with the comma after it
-        total, width = int(length.sum()), -(-int(length.max()) // 8) * 8
-        if len(length) * width <= 4 * total:  # ids of like lengths: one row of bytes each
-            rows = _rows(self.data, start, width)
-            chosen = rows[np.arange(width) < length[:, None]]
-        else:  # a few long ids among short ones: byte by byte
-            before = np.cumsum(length) - length
-            chosen = self.data[np.arange(total) + np.repeat(start - before, length)]
-        return chosen.tobytes()[:-1].decode()
-
-    def plainly_distinct(self) -> bool:
-        """True when the ids are certainly distinct and none could have spaces around it;
-        False leaves it to an exact check (a space, a non-ASCII edge, long ids, or two ids
-        with one key)."""
-        if _EDGE[self.data[self.start]].any() or _EDGE[self.data[self.stop - 1]].any():
-            return False
-        width = -(-int((self.stop - self.start).max()) // 8) * 8
-        if width > _KEY_BYTES:
-            return False
-        keys = np.empty(len(self.start), np.uint64)
-        for r in range(0, len(keys), _ROWS):
-            keys[r : r + _ROWS] = self._keys(r, r + _ROWS, width)
-        keys.sort()
-        return not (keys[1:] == keys[:-1]).any()
-
-    def _keys(self, first: int, last: int, width: int) -> np.ndarray:
-        """A 64-bit key per id, equal for equal ids (bytes past an id read as 0)."""
-        start, stop = self.start[first:last], self.stop[first:last]
-        words = _rows(self.data, start, width).view("<u8")  # (ids, width / 8)
-        length = stop - start
-        key = np.zeros(len(start), np.uint64)
-        for k in range(words.shape[1]):
-            key *= _MIX
-            part = words[:, k]
-            part &= ~_KEEP[8 - np.clip(length - 8 * k, 0, 8)]  # bytes past the id read as 0
-            key ^= part
-        return key
+# Odd 64-bit constants, one per word of an id: a key is the sum of word x constant, so
+# words of zeros past the end of an id add nothing, however many a block reads.
+_MIX = np.array([0x9E3779B97F4A7C15 + 2 * k for k in range(8)], np.uint64)
+_KEY_BYTES = 8 * len(_MIX)  # longer ids get no keys (the caller's exact check takes over)
+_BLOCK = 1 << 20  # bytes per block: small arrays stay in cache and their memory is reused
 
 
 @dataclass(frozen=True, eq=False)
 class Scan:
-    spans: IdSpans
+    id_text: str  # the ids joined by ","
     values: np.ndarray  # (columns, rows) int64
+    plainly_distinct: bool  # the ids are certainly distinct, none with spaces around it
 
 
-def scan(data: bytes, begin: int, end: int, width: int) -> Scan | None:
+def scan(data: bytes, begin: int, end: int, width: int, keys: bool = False) -> Scan | None:
     """Rows `id,int,...,int` in data[begin:end] (`width` ints of -?[0-9]{1,18}, ids of
     anything but a comma or a line end, rows joined by LF, no LF after the last) when the
-    bytes are exactly that; None when they are not, or when they are under 8 bytes."""
+    bytes are exactly that; None when they are not, or when they are under 8 bytes.
+    With `keys`, a 64-bit key per id shows them distinct when no two keys are equal."""
     if end - begin < 8:
         return None
     rows = data.count(b"\n", begin, end) + 1
-    found = Scan(IdSpans(np.frombuffer(data, np.uint8), *np.empty((2, rows), np.int64)),
-                 np.empty((width, rows), np.int64))  # fmt: skip
-    words = _words(found.spans.data)
+    block = _Block(np.frombuffer(data, np.uint8), width, keys)
+    values = np.empty((width, rows), np.int64)
+    key = np.empty(rows if keys else 0, np.uint64)
+    texts: list[str] = []
     row, at = 0, begin
     while at <= end:  # blocks of whole lines
         stop = data.find(b"\n", min(at + _BLOCK, end), end)
         stop = end if stop < 0 else stop
-        done = _block(found, words, row, at, stop)
+        done = block.scan(at, stop, values[:, row:], key[row:])
         if done is None:
             return None
-        row, at = row + done, stop + 1
-    return found if row == rows else None
+        texts.append(done[1])
+        row, at = row + done[0], stop + 1
+    if row != rows:
+        return None
+    key.sort()
+    distinct = keys and block.keyed and not (key[1:] == key[:-1]).any()
+    return Scan(",".join(texts), values, distinct)
 
 
-def _block(found: Scan, words: np.ndarray, row: int, at: int, stop: int) -> int | None:
-    """Scan the whole lines in data[at:stop] into `found` from `row` on: how many."""
-    data, width = found.spans.data, len(found.values)
-    cuts = _separators(data[at:stop]) + at
-    rows, extra = divmod(len(cuts) + 1, width + 1)
-    if extra:
-        return None
-    grid = np.empty(rows * (width + 1), np.int64)
-    grid[:-1], grid[-1] = cuts, stop
-    grid = grid.reshape(rows, width + 1)  # each row: its commas, then its line end
-    if not (data[grid[:, :width]] == COMMA).all() or not (data[grid[:-1, width]] == NEWLINE).all():
-        return None
-    line = found.spans.start[row : row + rows]
-    line[0], line[1:] = at, grid[:-1, width] + 1
-    found.spans.stop[row : row + rows] = grid[:, 0]
-    if (grid[:, 0] <= line).any():  # an empty id
-        return None
-    for k in range(width):
-        value = _integers(data, words, grid[:, k] + 1, grid[:, k + 1])
+class _Block:
+    """Scans whole lines of the bytes, block by block."""
+
+    def __init__(self, data: np.ndarray, width: int, keys: bool):
+        self.data, self.width = data, width
+        self.words = _words(data)
+        self.keyed = keys  # until an id is too long or has a doubtful edge
+
+    def scan(
+        self, at: int, stop: int, values: np.ndarray, key: np.ndarray
+    ) -> tuple[int, str] | None:
+        """The lines in data[at:stop] into `values` (and `key`): how many, and their ids
+        joined by ","; None when they are not plainly well formed."""
+        data, width = self.data, self.width
+        cuts = _separators(data[at:stop]) + at
+        rows, extra = divmod(len(cuts) + 1, width + 1)
+        if extra:
+            return None
+        grid = np.empty(rows * (width + 1), np.int64)
+        grid[:-1], grid[-1] = cuts, stop
+        grid = grid.reshape(rows, width + 1)  # each row: its commas, then its line end
+        marks = data[grid[:-1]]
+        if not (marks[:, :width] == COMMA).all() or not (marks[:, width] == NEWLINE).all():
+            return None
+        if not (data[grid[-1, :width]] == COMMA).all():
+            return None
+        line = np.empty(rows, np.int64)
+        line[0], line[1:] = at, grid[:-1, width] + 1
+        comma = grid[:, 0]
+        if (comma <= line).any():  # an empty id
+            return None
+        start = np.ascontiguousarray((grid[:, :width] + 1).T).ravel()  # column by column
+        value = _integers(data, self.words, start, np.ascontiguousarray(grid[:, 1:].T).ravel())
         if value is None:
             return None
-        found.values[k, row : row + rows] = value
-    return rows
+        values[:, :rows] = value.reshape(width, rows)
+        if self.keyed:
+            self._keys(line, comma, key[:rows])
+        return rows, _joined(data, line, comma)
+
+    def _keys(self, start: np.ndarray, stop: np.ndarray, key: np.ndarray) -> None:
+        """A 64-bit key per id, equal for equal ids, into `key`."""
+        data = self.data
+        if _EDGE[data[start]].any() or _EDGE[data[stop - 1]].any():
+            self.keyed = False  # a space, or a non-ASCII character, at an edge
+            return
+        length = stop - start
+        width = -(-int(length.max()) // 8) * 8
+        if width > _KEY_BYTES:
+            self.keyed = False
+            return
+        words = _rows(data, start, width).view("<u8")  # (ids, width / 8)
+        key[:] = 0
+        for k in range(width // 8):
+            part = words[:, k]
+            part &= ~_KEEP[8 - np.clip(length - 8 * k, 0, 8)]  # bytes past the id read as 0
+            part *= _MIX[k]
+            key += part
+
+
+def _joined(data: np.ndarray, start: np.ndarray, stop: np.ndarray) -> str:
+    """The ids data[start:stop], joined by ","."""
+    length = stop - start + 1  # each with the comma after it
+    total, width = int(length.sum()), -(-int(length.max()) // 8) * 8
+    if len(length) * width <= 4 * total:  # ids of like lengths: one row of bytes each
+        rows = _rows(data, start, width)
+        chosen = rows[np.arange(width) < length[:, None]]
+    else:  # a few long ids among short ones: byte by byte
+        before = np.cumsum(length) - length
+        chosen = data[np.arange(total) + np.repeat(start - before, length)]
+    return chosen.tobytes()[:-1].decode()
 
 
 def _separators(data: np.ndarray) -> np.ndarray:
@@ -183,7 +185,7 @@ def _eight(words: np.ndarray, stop: np.ndarray, count: np.ndarray) -> np.ndarray
     """The number written by the `count` (1 to 8) bytes before each `stop`, as uint64; None
     when one of those bytes is not a digit."""
     at = stop - 8
-    if at[0] >= 0:  # `stop` ascends: the usual case
+    if at.min() >= 0:  # the usual case
         x = words[at]
     else:  # near the start of the bytes: read from 0, then shift
         short = np.flatnonzero(at < 0)

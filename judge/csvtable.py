@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from judge.csvscan import IdSpans, scan
+from judge.csvscan import scan
 from judge.errors import InputError
 
 # Every integer in a case or plan lies in [-2^62, 2^62], so that sums of two
@@ -40,16 +40,13 @@ class IdTable:
     path: str
     id_text: str  # the ids joined by "," (ids hold no comma): compared whole, split once
     ints: dict[str, np.ndarray]  # column name -> int64 values
-    spans: IdSpans | None = None  # where the ids lie in the bytes (fast path only)
+    # True when the ids were shown distinct, none with spaces around it (the fast path,
+    # when asked); False leaves it to an exact check, which names the fault.
+    plainly_distinct: bool = False
 
     @cached_property
     def ids(self) -> list[str]:
         return self.id_text.split(",") if self.id_text else []
-
-    def plainly_distinct(self) -> bool:
-        """True when the ids are certainly distinct and none has spaces around it;
-        False leaves it to an exact check, which names the fault."""
-        return self.spans is not None and self.spans.plainly_distinct()
 
     @staticmethod
     def line_of(row: int) -> int:
@@ -92,8 +89,10 @@ def parse_id_table(
     optional: tuple[str, ...],
     ranges: dict[str, tuple[int, int]],
     error: type[InputError],
+    distinct_ids: bool = False,
 ) -> IdTable:
-    """Parse `id,<int columns>` CSV bytes; every int column value within `ranges`."""
+    """Parse `id,<int columns>` CSV bytes; every int column value within `ranges`. With
+    `distinct_ids`, IdTable.plainly_distinct tells whether the ids were shown distinct."""
     data, start = _utf8(data, path, error)
     if b"\r" in data:
         data, start = _without_cr(data[start:], path, error), 0
@@ -108,7 +107,7 @@ def parse_id_table(
     header = header_line.split(",")
     _check_header(header, required, optional, path, error)
     names = header[1:]
-    table = _fast_table(data, begin, end, str(path), names)
+    table = _fast_table(data, begin, end, str(path), names, distinct_ids)
     table = table or _slow_table(body, header, str(path), error)
     for k, name in enumerate(names):
         bad = _first_out_of_range(table.ints[name], *ranges[name])
@@ -151,14 +150,16 @@ def _rstrip_lf(data: bytes, start: int) -> int:
     return start + len(data[start:].rstrip(b"\n"))
 
 
-def _fast_table(data: bytes, begin: int, end: int, path: str, names: list[str]) -> IdTable | None:
+def _fast_table(
+    data: bytes, begin: int, end: int, path: str, names: list[str], distinct_ids: bool
+) -> IdTable | None:
     if begin == end:
-        return IdTable(path, "", {name: np.zeros(0, np.int64) for name in names})
-    found = scan(data, begin, end, len(names))
+        return IdTable(path, "", {name: np.zeros(0, np.int64) for name in names}, True)
+    found = scan(data, begin, end, len(names), distinct_ids)
     if found is None:
         return None
     ints = {name: found.values[k] for k, name in enumerate(names)}
-    return IdTable(path, found.spans.joined(), ints, found.spans)
+    return IdTable(path, found.id_text, ints, found.plainly_distinct)
 
 
 def _slow_table(body: memoryview, header: list[str], path: str, error: type[InputError]) -> IdTable:

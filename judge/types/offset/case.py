@@ -60,7 +60,7 @@ def read_case(path: Path, capacity: int) -> OffsetCase:
 def parse_case_bytes(data: bytes, path: Path | str, capacity: int) -> OffsetCase:
     if not 0 <= capacity <= INT_LIMIT:
         raise CaseError(f"capacity {show_value(capacity)} is outside [0, 2^62]", path)
-    table = parse_id_table(data, path, CASE_COLUMNS, CASE_OPTIONAL, _RANGES, CaseError)
+    table = parse_id_table(data, path, CASE_COLUMNS, CASE_OPTIONAL, _RANGES, CaseError, True)
     ids = _check_ids(table)
     lower, upper, size = (table.ints[k] for k in ("lower", "upper", "size"))
     alignment = table.ints.get("alignment", np.ones(len(ids), dtype=np.int64))
@@ -78,7 +78,7 @@ def parse_case_bytes(data: bytes, path: Path | str, capacity: int) -> OffsetCase
 
 def _check_ids(table: IdTable) -> list[str]:
     ids = table.ids
-    if table.plainly_distinct():
+    if table.plainly_distinct:
         return ids  # the common case, shown by numpy over the bytes
     if len(set(ids)) == len(ids) and not any(b != b.strip() for b in ids):
         return ids  # still common (non-ASCII ids, say), checked at C speed

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 
 
@@ -16,10 +18,12 @@ def stable_order(key: np.ndarray) -> np.ndarray:
     span = int(key.max()) - low
     if span >= 2**32:
         return np.argsort(key, kind="stable")
-    key = key - low
-    order = np.argsort((key & 0xFFFF).astype(np.uint16), kind="stable")
+    if low or key.dtype.itemsize != 8 or sys.byteorder != "little":
+        key = (key - low).astype(np.uint64)
+    digits = key.view(np.uint16).reshape(-1, 4)  # 16-bit digits, lowest first (no copy)
+    order = np.argsort(digits[:, 0], kind="stable")
     if span >= 2**16:
-        order = order[np.argsort((key[order] >> 16).astype(np.uint16), kind="stable")]
+        order = order[np.argsort(digits[:, 1][order], kind="stable")]
     return order
 
 

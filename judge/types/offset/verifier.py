@@ -26,9 +26,12 @@ from judge.verdict import Verdict
 
 def verify(case: OffsetCase, plan: OffsetPlan) -> Verification:
     offset = plan.offset
-    peak = int(ends(offset, case.size).max()) if len(case) else 0
+    end = ends(offset, case.size)
+    peak = int(end.max()) if len(case) else 0
     message = (
-        _misaligned(case, offset) or _over_capacity(case, offset) or _first_overlap(case, offset)
+        _misaligned(case, offset)
+        or _over_capacity(case, offset)
+        or _first_overlap(case, offset, end)
     )
     if message:
         return Verification(Verdict.INVALID_PLAN, message, peak)
@@ -39,16 +42,18 @@ def lower_bound(case: OffsetCase) -> int:
     """Max over time of the total size of live buffers (the max-load bound)."""
     if not len(case):
         return 0
-    n = len(case)
-    times = np.concatenate([case.upper, case.lower])
-    is_start = np.repeat(np.array([0, 1], dtype=np.int64), n)
-    # At equal times ends sort first: a buffer ending at t frees its bytes for one starting
-    # at t. (The order among ends, or among starts, at one time does not change the max.)
-    deltas = np.concatenate([-case.size, case.size])[by_time_then_kind(times, is_start)]
+    by_lower, by_upper = stable_order(case.lower), stable_order(case.upper)
+    size = case.size
     # Running sums never pass the total size; when that could pass int64, sum exactly.
-    if int(case.size.max()) * len(case) >= 2**63:
-        deltas = deltas.astype(object)
-    return int(np.cumsum(deltas).max())
+    if int(size.max()) * len(case) >= 2**63:
+        size = size.astype(object)
+    started = np.cumsum(size[by_lower])  # by each start, in order of (time, row)
+    ended = np.zeros(len(case) + 1, size.dtype)
+    np.cumsum(size[by_upper], out=ended[1:])
+    # Just after a buffer starts at t, the buffers ending at t or before are gone: a buffer
+    # ending at t frees its bytes for one starting at t. The load peaks just after a start.
+    gone = np.searchsorted(case.upper[by_upper], case.lower[by_lower], side="right")
+    return int((started - ended[gone]).max())
 
 
 def ends(offset: np.ndarray, size: np.ndarray) -> np.ndarray:
@@ -78,8 +83,8 @@ def _over_capacity(case: OffsetCase, offset: np.ndarray) -> str:
     )
 
 
-def _first_overlap(case: OffsetCase, offset: np.ndarray) -> str:
-    hit = find_overlap(case.lower, case.upper, offset, ends(offset, case.size))
+def _first_overlap(case: OffsetCase, offset: np.ndarray, end: np.ndarray) -> str:
+    hit = find_overlap(case.lower, case.upper, offset, end)
     if hit is None:
         return ""
     a, b = hit
