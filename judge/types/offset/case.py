@@ -63,7 +63,9 @@ def parse_case_bytes(data: bytes, path: Path | str, capacity: int) -> OffsetCase
     table = parse_id_table(data, path, CASE_COLUMNS, CASE_OPTIONAL, _RANGES, CaseError, True)
     ids = _check_ids(table)
     lower, upper, size = (table.ints[k] for k in ("lower", "upper", "size"))
-    alignment = table.ints.get("alignment", np.ones(len(ids), dtype=np.int64))
+    alignment = table.ints.get("alignment")
+    if alignment is None:
+        alignment = np.ones(len(ids), dtype=np.int64)
     empty = np.flatnonzero(upper <= lower)
     if empty.size:
         i = int(empty[0])

@@ -18,8 +18,8 @@ def stable_order(key: np.ndarray) -> np.ndarray:
     span = int(key.max()) - low
     if span >= 2**32:
         return np.argsort(key, kind="stable")
-    if low or key.dtype.itemsize != 8 or sys.byteorder != "little":
-        key = (key - low).astype(np.uint64)
+    if low or key.dtype.itemsize != 8 or not key.flags.c_contiguous or sys.byteorder != "little":
+        key = (key - low).astype(np.uint64)  # a fresh contiguous array of 64-bit words
     digits = key.view(np.uint16).reshape(-1, 4)  # 16-bit digits, lowest first (no copy)
     order = np.argsort(digits[:, 0], kind="stable")
     if span >= 2**16:

@@ -58,7 +58,7 @@ def lower_bound(case: OffsetCase) -> int:
 
 def ends(offset: np.ndarray, size: np.ndarray) -> np.ndarray:
     """offset + size, exactly: both lie in [0, 2^62], so the sum fits uint64 (not int64)."""
-    return offset.astype(np.uint64) + size.astype(np.uint64)
+    return np.add(offset, size, dtype=np.uint64, casting="unsafe")
 
 
 def _misaligned(case: OffsetCase, offset: np.ndarray) -> str:
@@ -115,10 +115,11 @@ def _clip_ends(start: np.ndarray, end: np.ndarray) -> np.ndarray | None:
     last: exact for every comparison with a start. None when that cannot be done."""
     if end.dtype == start.dtype:
         return end
-    top = int(start.max())
-    if start.dtype != np.int64 or end.dtype != np.uint64 or top < 0:
+    if start.dtype != np.int64 or end.dtype != np.uint64 or int(start.min()) < 0:
         return None
-    return np.minimum(end, np.uint64(top + 1)).astype(np.int64)
+    if int(end.max()) < 2**63:
+        return end.view(np.int64)  # the usual case: no end needs clipping
+    return np.minimum(end, np.uint64(int(start.max()) + 1)).astype(np.int64)
 
 
 def start_pieces(
