@@ -3,8 +3,9 @@ different cores and a dead worker's cores are free again at once; a CPU-bound pl
 judged in its slot gets the same time and score beside three busy neighbours (other
 slots' planners, crowded on the remaining cores) as alone, in both sandboxes.
 
-The figures (alone, beside neighbours, and unpinned as the control) are printed; the
-pinned ones must agree within 10 %."""
+The figures are printed; they must agree within 10 %. Unpinned (planner and neighbours
+free to use any core) the same planner took 1.7x (local) and 1.8x (docker) as long
+beside the neighbours as alone (measured 2026-12-06, README "Worker slots")."""
 
 from __future__ import annotations
 
@@ -128,12 +129,11 @@ def test_a_planner_beside_busy_neighbours_keeps_its_time_and_score(tmp_path, san
     pkg = make_package(tmp_path / "pkg")
     planner, spin = tmp_path / "work.py", tmp_path / "spin.py"
     planner.write_text("import os\n" + WORK + GOOD_PLAN)
-    spin.write_text("import os, time\n" + SPIN.format(s=14) + GOOD_PLAN)
+    spin.write_text("import os, time\n" + SPIN.format(s=9) + GOOD_PLAN)
     mine, others = str(CORES[-1]), cpulist(set(CORES[:-1]))
     runs = {
         "alone": _timed(pkg, planner, sandbox, mine, tmp_path, None, spin),
         "beside 3 busy neighbours": _timed(pkg, planner, sandbox, mine, tmp_path, others, spin),
-        "unpinned beside 3 (control)": _timed(pkg, planner, sandbox, "", tmp_path, "", spin),
     }
     for name, r in runs.items():
         print(f"{sandbox}: {name}: {r['time_s']:.3f} s, {r['verdict']} {r['score']}")
