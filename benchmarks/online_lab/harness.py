@@ -32,36 +32,8 @@ sys.path[:0] = [str(Path(__file__).resolve().parent), str(ROOT / "benchmarks"), 
                 str(ROOT / "reference_solutions")]  # fmt: skip
 from online_calibration import CALIBRATION_SEED  # noqa: E402
 
-Event = tuple  # ("a", id, size, alignment, values) or ("f", id)
-
-
-def read_events(path: Path) -> tuple[list[str], list[Event]]:
-    names: list[str] = []
-    events: list[Event] = []
-    for line in path.read_text().splitlines():
-        w = line.split()
-        if not w or w[0].startswith("#"):
-            continue
-        if w[0] == "a":
-            events.append(("a", w[1], int(w[2]), int(w[3]), w[4:]))
-        elif w[0] == "f":
-            events.append(("f", w[1]))
-        elif w[0] == "hints":
-            names = w[1:]
-    return names, events
-
-
-def lower_bound(events: list[Event]) -> int:
-    size: dict[str, int] = {}
-    live = most = 0
-    for e in events:
-        if e[0] == "a":
-            size[e[1]] = e[2]
-            live += e[2]
-            most = max(most, live)
-        else:
-            live -= size.pop(e[1])
-    return most
+from judge.types.offset.verifier import lower_bound  # noqa: E402
+from judge.types.online.case import Event, case_events, read_case  # noqa: E402
 
 
 def peak_of(make, capacity: int, names: list[str], events: list[Event]) -> int:
@@ -115,8 +87,9 @@ def main() -> None:
     print(f"{'case':36s}" + "".join(f"{k[-18:]:>20s}" for k in makers))
     for k, package in enumerate(packages(a.problem, pkg_dir, seeds[: a.seeds])):
         for name, capacity, path in cases(package, "public" if k == 0 else "hidden"):
-            names, events = read_events(path)
-            bound, cells = lower_bound(events), ""
+            case = read_case(path, capacity)  # the judge's reader and bound
+            names, events = list(case.hint_names), list(case_events(case))
+            bound, cells = lower_bound(case), ""
             for key, make in makers.items():
                 began = time.perf_counter()
                 scores[key].append(bound / peak_of(make, capacity, names, events))
