@@ -331,3 +331,15 @@ def tar_members(archive: Path) -> dict[str, bytes]:
     """{name: contents} of the regular files of a trusted archive (one we packed)."""
     with tarfile.open(archive) as tar:
         return {m.name: tar.extractfile(m).read() for m in tar.getmembers() if m.isfile()}
+
+
+def packed_current(archive: Path, members: Mapping[str, bytes]) -> bool:
+    """Whether `archive` holds exactly `members` (names and bytes; see pack_tar_gz)."""
+    return archive.is_file() and tar_members(archive) == dict(members)
+
+
+def write_packed(data: bytes, argv: list[str], default: Path) -> None:
+    """A packer's command line: write `data` to argv[1] or `default`; say where."""
+    out = Path(argv[1]) if len(argv) > 1 else default
+    out.write_bytes(data)
+    print(f"wrote {out}")

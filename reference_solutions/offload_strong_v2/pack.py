@@ -17,10 +17,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))  # `python reference_solutions/.../pack.py` from anywhere
 
-from judge.archive import pack_tar_gz  # noqa: E402
+from judge.archive import pack_tar_gz, write_packed  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
-ROOT = HERE.parents[1]
 OUT = ROOT / "reference_solutions" / "offload_strong.tar.gz"
 JUDGE = ("__init__.py", "errors.py", "csvtable.py", "csvscan.py", "verdict.py",
          "types/__init__.py", "types/base.py", "types/offset/*.py",
@@ -43,6 +42,4 @@ def pack() -> bytes:
 
 
 if __name__ == "__main__":
-    out = Path(sys.argv[1]) if len(sys.argv) > 1 else OUT
-    out.write_bytes(pack())
-    print(f"wrote {out}")
+    write_packed(pack(), sys.argv, OUT)

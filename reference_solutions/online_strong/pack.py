@@ -19,7 +19,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))  # `python reference_solutions/.../pack.py` from anywhere
 
-from judge.archive import pack_tar_gz, tar_members  # noqa: E402
+from judge.archive import pack_tar_gz, packed_current, tar_members, write_packed  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 OUT = HERE.parent / "online_strong.tar.gz"
@@ -37,16 +37,12 @@ def pack() -> bytes:
     return pack_tar_gz(members())
 
 
-def contents(archive: Path) -> dict[str, bytes]:
-    """{name: contents} of the regular files in an archive."""
-    return tar_members(archive)
+contents = tar_members  # {name: contents} of an archive's regular files
 
 
 def current(archive: Path = OUT) -> bool:
-    return archive.is_file() and contents(archive) == members()
+    return packed_current(archive, members())
 
 
 if __name__ == "__main__":
-    out = Path(sys.argv[1]) if len(sys.argv) > 1 else OUT
-    out.write_bytes(pack())
-    print(f"wrote {out}")
+    write_packed(pack(), sys.argv, OUT)
