@@ -140,16 +140,24 @@ def join_cpuset() -> bool:
         return False
     name = "memorace-" + cpulist(mine).replace(",", "_")
     for base in (CGROUP_V1, CGROUP_V2):
-        with suppress(OSError):
-            if base == CGROUP_V2:
-                if "cpuset" not in (base / "cgroup.controllers").read_text().split():
-                    continue
-                (base / "cgroup.subtree_control").write_text("+cpuset")
-            group = base / name
-            group.mkdir(exist_ok=True)
-            if base == CGROUP_V1:  # v1 starts a group with no cores and no memory nodes
-                (group / "cpuset.mems").write_text((base / "cpuset.mems").read_text())
-            (group / "cpuset.cpus").write_text(cpulist(mine))
+        group = base / name
+        with suppress(OSError):  # made by an earlier planner of this slot: one write
+            (group / "cgroup.procs").write_text(str(os.getpid()))
+            return True
+        with suppress(OSError):  # the slot's first planner (or a group not set up yet)
+            _make_cpuset(base, group, mine)
             (group / "cgroup.procs").write_text(str(os.getpid()))
             return True
     return False
+
+
+def _make_cpuset(base: Path, group: Path, cores: frozenset[int]) -> None:
+    """Make `group` a cpuset cgroup of `cores` (OSError where it cannot be)."""
+    if base == CGROUP_V2:
+        if "cpuset" not in (base / "cgroup.controllers").read_text().split():
+            raise OSError(f"no cpuset controller in {base}")
+        (base / "cgroup.subtree_control").write_text("+cpuset")
+    group.mkdir(exist_ok=True)
+    if base == CGROUP_V1:  # v1 starts a group with no cores and no memory nodes
+        (group / "cpuset.mems").write_text((base / "cpuset.mems").read_text())
+    (group / "cpuset.cpus").write_text(cpulist(cores))
