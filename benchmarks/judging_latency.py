@@ -28,9 +28,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from tests.service import Service, postgres_database, redis_server, start_service
+from tests.test_package import CASE, make_package
 
-SLUG = "latency"
-CASE = "id,lower,upper,size\na,0,2,8\nb,1,3,8\n"
+SLUG = "tiny"  # tests.test_package.make_package's folder, so its slug
 PLAN = (
     "open(os.path.join(os.environ['MEMORACE_OUT_DIR'], 'plan.csv'), 'w')"
     ".write('id,offset\\na,0\\nb,8\\n')\n"
@@ -42,19 +42,15 @@ USE = {
 
 
 def write_package(root: Path, cases: int, case_s: float) -> Path:
-    pkg = root / SLUG
-    (pkg / "data" / "public").mkdir(parents=True)
-    (pkg / "data" / "hidden").mkdir(parents=True)
+    """A `cases`-case offset problem (tests.test_package's tiny case each) whose time
+    limit leaves room for the planner's `case_s`."""
     limit = case_s * 2 + 2
-    lines = [f'slug = "{SLUG}"', 'name = "Latency"', 'type = "offset"', "version = 1", "",
-             "[limits]", f"time_limit_s = {limit}", "memory_limit_mb = 512", ""]  # fmt: skip
-    for k in range(cases):
-        name = f"c{k:02d}"
-        lines += ["[[cases]]", f'name = "{name}"', 'split = "public"', "capacity = 16", ""]
-        (pkg / "data" / "public" / f"{name}.csv").write_text(CASE)
-    (pkg / "problem.toml").write_text("\n".join(lines))
-    (pkg / "statement.md").write_text("# Latency\n")
-    return pkg
+    toml = [f'slug = "{SLUG}"', 'name = "Latency"', 'type = "offset"', "version = 1", "",
+            "[limits]", f"time_limit_s = {limit}", "memory_limit_mb = 512", ""]  # fmt: skip
+    names = [f"c{k:02d}" for k in range(cases)]
+    for name in names:
+        toml += ["[[cases]]", f'name = "{name}"', 'split = "public"', "capacity = 16", ""]
+    return make_package(root, "\n".join(toml), {f"public/{n}": CASE for n in names})
 
 
 def latency(service: Service, token: str, planner: Path) -> float:
