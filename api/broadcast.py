@@ -72,9 +72,15 @@ def build_view(
     )
     # Commit order (row ids): what a viewer sees of a judging is always a prefix of it,
     # so a case's position (its seq) is the same on every connection and after a reconnect.
+    # A viewer who sees hidden cases only at the end gets the public ones first: cases run
+    # side by side, and a hidden one may be stored before a public one (worker.cases).
     order = {r.case: r.id for r in judging.results} if judging else {}
     progress = {"cases_done": body["cases_done"], "cases_total": body["cases_total"]}
-    shown = sorted(body["results"], key=lambda r: order.get(r["case"], 0))
+    public_first = body["hidden_detail"] != "all"
+    shown = sorted(
+        body["results"],
+        key=lambda r: (public_first and r["split"] != "public", order.get(r["case"], 0)),
+    )
     return View(
         judging_id=body["judging_id"] or 0,
         status=json.dumps({k: body[k] for k in STATUS_KEYS}),

@@ -5,7 +5,6 @@ its verdict or only that it was judged, and nothing of how long it took."""
 from __future__ import annotations
 
 import re
-from itertools import takewhile
 from typing import Any
 
 from sqlalchemy.orm import Session
@@ -85,11 +84,11 @@ def hides_progress(judging: Judging | None, policy: str) -> bool:
 
 
 def judged_before_hidden(rows: list[CaseResultRow]) -> list[CaseResultRow]:
-    """The public results judged before the first hidden one: when a package lists a
-    public case after a hidden one, the time its result arrives would tell how long
-    the hidden case took, so it too waits for the end."""
-    in_order = sorted(rows, key=lambda r: r.id)
-    return sorted(takewhile(lambda r: r.split == "public", in_order), key=lambda r: r.case)
+    """The public results of a judging that has not ended. Workers take a judging's
+    public cases before any hidden one (worker.cases.claim_order), so no public case
+    starts after a hidden one has: when its result arrives tells nothing of how long
+    a hidden case took."""
+    return sorted((r for r in rows if r.split == "public"), key=lambda r: r.case)
 
 
 RUNNING = re.compile(r"(judging on .+): \d+ of \d+ cases")  # worker.judging's progress line

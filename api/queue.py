@@ -22,6 +22,8 @@ from api import filebroker
 from api.settings import Settings, get_settings
 
 JUDGE_TASK = "memorace.judge"
+# A helper: judges cases of a running judging beside its first worker (worker.cases).
+CASES_TASK = "memorace.judge_cases"
 RESCORE_TASK = "memorace.rescore"
 REAP_TASK = "memorace.reap"
 IMPORT_TASK = "memorace.import_package"
@@ -79,6 +81,12 @@ def producer() -> Celery:
 
 def enqueue_judging(judging_id: int, priority: int = PRIORITY_FRESH) -> None:
     producer().send_task(JUDGE_TASK, args=[judging_id], priority=priority, queue=QUEUE)
+
+
+def enqueue_helpers(judging_id: int, attempt: int, count: int, priority: int) -> None:
+    """Ask `count` more worker slots to judge cases of this judging's attempt."""
+    for _ in range(count):
+        producer().send_task(CASES_TASK, args=[judging_id, attempt], priority=priority, queue=QUEUE)
 
 
 def enqueue_rescore(version_id: int, actor_id: int | None) -> None:

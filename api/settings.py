@@ -115,6 +115,10 @@ class Settings:
     # BUILD_CACHE_DIR ("" = data_dir/cache/builds), at most BUILD_CACHE_MB (0: off).
     build_cache_dir: str = field(default_factory=lambda: _env("BUILD_CACHE_DIR", ""))
     build_cache_mb: int = field(default_factory=lambda: _int("BUILD_CACHE_MB", 1024))
+    # A judging's cases run side by side (worker.cases): once built, its worker asks this
+    # many more worker slots to help (each a queue message; idle slots take them, busy
+    # ones find the work done). -1: one per case beyond the first; 0: one slot per judging.
+    case_helpers: int = field(default_factory=lambda: _int("CASE_HELPERS", -1))
     # Judge the reference planners as baselines when a problem version is imported
     # (api.baselines); "0": never (the organizer's contest switch only hides them).
     baselines: bool = field(default_factory=lambda: _env("BASELINES", "1") != "0")

@@ -28,13 +28,14 @@ import logging
 import os
 import re
 import stat
+import tarfile
 import tempfile
 import time
 from collections.abc import Callable
 from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from judge.lru import evict_oldest, sweep_stale
 from judge.package import Limits
@@ -195,6 +196,45 @@ class BuildCache:
         self.evict()
         return True
 
+    def pack(self, key: str, dest: Path) -> bool:
+        """The whole entry of `key` (manifest and payload) as one tar file at `dest`."""
+        entry = self.get(key)
+        if entry is None:
+            return False
+        try:
+            with tarfile.open(dest, "w") as tar:
+                tar.add(self.path(key), arcname=".")
+        except OSError as exc:
+            log.info("build cache: entry %s not packed (%s)", key[:16], exc)
+            return False
+        return True
+
+    def unpack(self, key: str, tar_path: Path) -> bool:
+        """Keep a packed entry of `key`; whether it is now here whole. Its manifest is
+        checked like any entry's (`get`): what does not match its own digest goes."""
+        if not self.usable:
+            return False
+        if self.get(key) is not None:
+            return True
+        tmp_root = self.folder / TMP
+        try:
+            tmp_root.mkdir(mode=0o700, parents=True, exist_ok=True)
+            tmp = Path(tempfile.mkdtemp(dir=tmp_root))
+        except OSError:
+            return False
+        try:
+            with tarfile.open(tar_path) as tar:
+                # nothing outside tmp, no devices, no setuid; a mode the filter changed
+                # fails the entry's digest below, like any damage
+                tar.extractall(tmp, filter="tar")
+            self.path(key).parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            os.replace(tmp, self.path(key))
+        except (OSError, tarfile.TarError) as exc:
+            log.info("build cache: entry %s not unpacked (%s)", key[:16], exc)
+        finally:
+            _remove(tmp, tmp_root)
+        return self.get(key) is not None
+
     def discard(self, key: str) -> None:
         _remove(self.path(key), self.folder / TMP)
 
@@ -272,27 +312,60 @@ def cached_build(
     limits: Limits,
     timeout_s: float,
     cache: BuildCache | None,
+    share: BuildShare | None = None,
 ) -> tuple[RunOutcome | None, bool]:
     """session.build(timeout_s), or the kept output of the same build restored into the
     session; (outcome, from the cache). A successful build is kept for the next time."""
     identity = session.build_identity() if cache and cache.usable and build else None
+    reuse_only = share is not None and share.reuse_only
     if cache is None or build is None or identity is None:
+        if reuse_only and build is not None:
+            raise BuildUnavailable("this build cannot be kept here (no usable build cache)")
         return session.build(timeout_s), False
     try:
         source_digest, _ = tree_digest(source)
-    except NotCacheable:
+    except NotCacheable as exc:
+        if reuse_only:
+            raise BuildUnavailable(f"this submission cannot be kept: {exc}") from None
         return session.build(timeout_s), False
     bounds = {"memory_limit_mb": limits.memory_limit_mb, "cpus": limits.cpus, "gpus": limits.gpus}
     limits_key = {**bounds, "build_timeout_s": timeout_s}
     key = build_key(source_digest, build, identity, limits_key, cache.owner)
-    if (entry := cache.get(key)) is not None:
+    entry = cache.get(key)
+    if entry is None and share is not None and share.fetch(key, cache):
+        entry = cache.get(key)
+    if entry is not None:
         try:
             session.restore_build(entry.payload, entry.meta)
             log.info("build cache: hit %s", key[:16])
+            if share is not None and not reuse_only:
+                share.publish(key, cache)
             return RunOutcome(0, 0.0, log=HIT_NOTE), True
         except (OSError, SandboxError) as exc:  # evicted meanwhile, or a damaged tree
+            if reuse_only:
+                raise BuildUnavailable(f"the kept build was not restored: {exc}") from None
             log.warning("build cache: entry %s not restored (%s); building", key[:16], exc)
+    if reuse_only:
+        raise BuildUnavailable("nobody kept this build where this process can reach it")
     built = session.build(timeout_s)
-    if built is not None and built.exit_code == 0 and not built.timed_out:
-        cache.put(key, session.export_build)
+    ok = built is not None and built.exit_code == 0 and not built.timed_out
+    if ok and cache.put(key, session.export_build) and share is not None:
+        share.publish(key, cache)
     return built, False
+
+
+class BuildUnavailable(Exception):
+    """A process that may only reuse a build (a judging's helper) found none."""
+
+
+class BuildShare(Protocol):
+    """How a build made by one process reaches the others judging the same submission
+    (worker.cases: through the blob store, for helpers on other hosts)."""
+
+    reuse_only: bool  # never build: restore what another process kept, or give up
+
+    def publish(self, key: str, cache: BuildCache) -> None:
+        """The entry of `key` (in `cache`) is there: make it reachable to the others."""
+
+    def fetch(self, key: str, cache: BuildCache) -> bool:
+        """Bring the entry of `key` into `cache` from elsewhere; whether it came."""

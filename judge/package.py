@@ -116,22 +116,24 @@ def load_problem(root: Path) -> Problem:
 
 def load_cases(problem: Problem, split: str = "all") -> list[LoadedCase]:
     """Parse and validate each case of `split`, with its lower bound."""
+    return [load_case(problem, spec) for spec in problem.cases_in(split)]
+
+
+def load_case(problem: Problem, spec: CaseSpec) -> LoadedCase:
+    """Parse and validate one case of `problem`, with its lower bound."""
     ptype = problem.ptype
-    loaded = []
-    for spec in problem.cases_in(split):
-        try:
-            case = ptype.parse_case(spec.path, spec.capacity)
-        except InputError as exc:
-            raise PackageError(exc.message, exc.file or spec.path, exc.line) from None
-        bound = ptype.lower_bound(case)
-        if ptype.bound_unit == "bytes" and bound > spec.capacity:
-            raise PackageError(
-                f"case {spec.name} is infeasible: its lower bound {bound} exceeds "
-                f"its capacity {spec.capacity}",
-                problem.root / "problem.toml",
-            )
-        loaded.append(LoadedCase(spec, case, bound))
-    return loaded
+    try:
+        case = ptype.parse_case(spec.path, spec.capacity)
+    except InputError as exc:
+        raise PackageError(exc.message, exc.file or spec.path, exc.line) from None
+    bound = ptype.lower_bound(case)
+    if ptype.bound_unit == "bytes" and bound > spec.capacity:
+        raise PackageError(
+            f"case {spec.name} is infeasible: its lower bound {bound} exceeds "
+            f"its capacity {spec.capacity}",
+            problem.root / "problem.toml",
+        )
+    return LoadedCase(spec, case, bound)
 
 
 class _Locator:

@@ -2,7 +2,10 @@
 
 Build once inside the sandbox, run every case there, verify each plan outside
 it, report each case result through a callback as it is produced. The CLI,
-the queue worker and the tests all call `judge_planner`.
+the queue worker and the tests all call `judge_planner`. The worker judges one
+judging's cases in several processes side by side: each calls `judge_planner` with a
+`pick` that claims the cases it runs (worker.cases), and a helper only reuses the
+build its judging's first process made (`reuse_build`).
 """
 
 from __future__ import annotations
@@ -10,14 +13,14 @@ from __future__ import annotations
 import hashlib
 import shutil
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from judge.buildcache import BuildCache, cache_from_env, cached_build
+from judge.buildcache import BuildCache, BuildShare, cache_from_env, cached_build
 from judge.errors import InputError
-from judge.package import CaseSpec, LoadedCase, Problem, load_cases
+from judge.package import CaseSpec, LoadedCase, Problem, load_case, load_cases
 from judge.sandbox import RunOutcome, Sandbox, Session, get_sandbox
 from judge.scoring import CaseResult, totals
 from judge.submission import prepare_submission
@@ -28,6 +31,9 @@ OnResult = Callable[[CaseResult], None]
 OnStart = Callable[[CaseSpec], None]  # a case is about to run (after the build)
 # Keeps a plan file under its sha256 (the worker's blob store).
 KeepPlan = Callable[[Path, str], object]
+# Given the split's cases in package order (after a successful build), the ones this
+# call judges, in the order it judges them (default: all of them).
+Pick = Callable[[list[CaseSpec]], Iterable[CaseSpec]]
 BUILD_TIMEOUT_S = 120.0
 
 
@@ -63,27 +69,39 @@ def judge_planner(
     replay_backend: str | None = None,
     build_cache: BuildCache | Literal["env"] | None = "env",
     on_start: OnStart | None = None,
+    pick: Pick | None = None,
+    share: BuildShare | None = None,
 ) -> JudgeReport:
     """Judge `source` on the cases of `split`; `keep_plan`, when given, is handed every
     plan file and its sha256, to keep (what a rescore re-verifies without running).
-    `build_cache`: where builds are kept and reused ("env": MEMORACE_BUILD_CACHE_DIR's)."""
+    `build_cache`: where builds are kept and reused ("env": MEMORACE_BUILD_CACHE_DIR's).
+    `pick`: which cases to judge, chosen once the build stands (cases are then read one
+    by one, as they are judged). `share`: the build's way to other processes and hosts;
+    with `share.reuse_only`, a build nobody kept raises BuildUnavailable, never builds."""
     box = get_sandbox(sandbox) if isinstance(sandbox, str) else sandbox
     cache = cache_from_env() if build_cache == "env" else build_cache
     report = JudgeReport(problem.slug, Path(source).name, box.name)
-    cases = load_cases(problem, split)
+    cases = load_cases(problem, split) if pick is None else None  # else: read when judged
     limit = time_limit_s or problem.limits.time_limit_s
     with tempfile.TemporaryDirectory(prefix="memorace-") as scratch:
         try:
             sub = prepare_submission(Path(source), Path(scratch) / "submission")
         except InputError as exc:
-            return _all_failed(report, cases, str(exc), on_result)
+            return _all_failed(report, cases or load_cases(problem, split), str(exc), on_result)
         with box.session(sub.root, sub.build, sub.run, problem.limits, gpu_slot) as session:
             built, report.build_cached = cached_build(
-                session, sub.root, sub.build, problem.limits, BUILD_TIMEOUT_S, cache
+                session, sub.root, sub.build, problem.limits, BUILD_TIMEOUT_S, cache, share
             )
             if built is not None and (built.exit_code != 0 or built.timed_out):
-                return _all_failed(report, cases, built.log or "the build failed", on_result)
-            for lc in cases:
+                why = built.log or "the build failed"
+                return _all_failed(report, cases or load_cases(problem, split), why, on_result)
+            if cases is None and pick is not None:
+                cases_now: Iterable[LoadedCase] = (
+                    load_case(problem, spec) for spec in pick(problem.cases_in(split))
+                )
+            else:
+                cases_now = cases or []
+            for lc in cases_now:
                 if on_start:
                     on_start(lc.spec)
                 result = judge_case(problem, lc, session, limit, keep_plan, replay_backend)

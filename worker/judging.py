@@ -1,10 +1,7 @@
-"""Judging with the database: run the pipeline for one `judgings` row and store its
-results idempotently (rescoring from stored plans: worker.rescore; reaping stuck
-judgings: worker.reaper).
-
-Every (re)start of a judging bumps its `attempt`; each write checks it, so a
-redelivered or duplicated task never mixes its results with another attempt's,
-and the unique (judging, case) key means no case is ever stored twice.
+"""Judging with the database: claim a `judgings` row, run the pipeline for it and
+store its results idempotently (worker.results), with helpers judging its cases side
+by side (worker.cases); rescoring from stored plans: worker.rescore; reaping stuck
+judgings: worker.reaper.
 """
 
 from __future__ import annotations
@@ -12,31 +9,31 @@ from __future__ import annotations
 import logging
 import shutil
 import tempfile
-import threading
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
 
-from sqlalchemy import delete, func, select, update
+from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
 
 from api import finals, news, queue
 from api.blobs import BlobCorrupt, BlobMissing, blob_store
 from api.blobs.packages import package_root
-from api.db.models import CaseResultRow, Judging, Team, aware, utcnow
+from api.db.models import CaseResultRow, CaseRun, Judging, Team, aware, utcnow
 from api.db.session import session_scope
 from api.news import News
 from api.settings import Settings
 from api.submissions import artifact_path
-from judge.buildcache import BuildCache
+from judge.buildcache import BuildCache, BuildUnavailable
 from judge.package import load_problem
-from judge.pipeline import BUILD_TIMEOUT_S, judge_planner
+from judge.pipeline import BUILD_TIMEOUT_S, JudgeReport, judge_planner
 from judge.sandbox import default_sandbox_name
 from judge.sandbox.local_isolation import recorded_name
-from judge.scoring import CaseResult, problem_score, totals
+from judge.scoring import CaseResult
 from judge.submission import upload_suffix
-from judge.verdict import Verdict
+from worker.cases import BlobShare, CaseClaims, Heartbeat, has_unclaimed, helpers_wanted
 from worker.pacing import HiddenPace
+from worker.results import Superseded, add_line, finish, store
 
 log = logging.getLogger("memorace.worker")
 HEARTBEAT_S = 5.0  # at most; four beats fit in the reaper's heartbeat_timeout_s
@@ -49,10 +46,6 @@ def beat_every(settings: Settings) -> float:
 
 
 MAX_ATTEMPTS = 3
-
-
-class Superseded(Exception):
-    """This attempt no longer owns its judging (reaped, rejudged or taken over)."""
 
 
 class Busy(Exception):
@@ -70,42 +63,123 @@ class JudgeFault(Exception):
 
 
 def run_judging(settings: Settings, judging_id: int, worker: str, gpu_slot: int | None) -> str:
-    url = settings.database_url
+    """The judging's owner: claim it, build, judge cases (with helpers) until every case
+    is stored, then make it final."""
     claimed = _claim(settings, judging_id, worker)
     if isinstance(claimed, str):
         return claimed
-    beat = _Heartbeat(url, judging_id, claimed.attempt, beat_every(settings))
+
+    def ask_for_helpers(cases: int) -> None:
+        if (wanted := helpers_wanted(settings, cases)) == 0:
+            return
+        try:
+            queue.enqueue_helpers(judging_id, claimed.attempt, wanted, claimed.priority)
+        except Exception as exc:  # no helpers: this process judges every case itself
+            log.warning("judging %s: helpers not asked for: %s", judging_id, exc)
+
+    claims = CaseClaims(settings, judging_id, claimed.attempt, worker, True, ask_for_helpers)
+    share = BlobShare(settings, judging_id, reuse_only=False)
+    try:
+        report = _run(settings, judging_id, claimed, gpu_slot, worker, claims, share)
+    except Superseded:
+        return "superseded"
+    if report.build_cached:
+        log.info("judging build reused from the build cache", extra={"judging": judging_id})
+    try:
+        finish(settings.database_url, judging_id, claimed.attempt, report.build_error)
+    except Superseded:
+        return "superseded"
+    log.info(
+        "judging final",
+        extra={"judging": judging_id, "attempt": claimed.attempt, "cases": len(report.results),
+               **{k: v for k, v in report.as_dict().items() if k.endswith("score")}},
+    )  # fmt: skip
+    return "final"
+
+
+def run_helper(
+    settings: Settings, judging_id: int, attempt: int, worker: str, gpu_slot: int | None
+) -> str:
+    """A helper: judge cases of the judging's `attempt` while any is left, with the build
+    its owner kept; never builds, never fails the judging (the owner judges what a
+    helper could not)."""
+    claimed = _helper_claim(settings, judging_id, attempt)
+    if isinstance(claimed, str):
+        return claimed
+    claims = CaseClaims(settings, judging_id, attempt, worker, owner=False)
+    share = BlobShare(settings, judging_id, reuse_only=True)
+    try:
+        report = _run(settings, judging_id, claimed, gpu_slot, worker, claims, share)
+    except Superseded:
+        return "superseded"
+    except BuildUnavailable as exc:
+        log.info("judging %s: helper %s found no build to reuse: %s", judging_id, worker, exc)
+        return "no build"
+    except Exception:
+        log.exception("judging %s: helper %s failed; its cases go back", judging_id, worker)
+        claims.release()
+        return "failed"
+    return f"helped: {len(report.results)} cases"
+
+
+def _helper_claim(settings: Settings, judging_id: int, attempt: int) -> str | Claim:
+    with session_scope(settings.database_url) as db:
+        j = db.get(Judging, judging_id)
+        if j is None or j.status != "running" or j.attempt != attempt:
+            return "superseded"
+        claimed = _claim_of(db, j)
+    if not has_unclaimed(settings, judging_id, attempt, len(claimed.weights)):
+        return "nothing left"
+    return claimed
+
+
+def _run(
+    settings: Settings,
+    judging_id: int,
+    claimed: Claim,
+    gpu_slot: int | None,
+    worker: str,
+    claims: CaseClaims,
+    share: BlobShare,
+) -> JudgeReport:
+    url, owner = settings.database_url, claims.owner
+    beat = Heartbeat(url, judging_id, claimed.attempt, worker, beat_every(settings), owner)
     beat.start()
     try:
         with tempfile.TemporaryDirectory(prefix="memorace-source-") as tmp:
-            return _judge(settings, judging_id, claimed, gpu_slot, Path(tmp))
-    except Superseded:
-        return "superseded"
+            return _judge(settings, judging_id, claimed, gpu_slot, Path(tmp), claims, share)
     finally:
         beat.stop()
 
 
 def _judge(
-    settings: Settings, judging_id: int, claimed: Claim, gpu_slot: int | None, tmp: Path
-) -> str:
+    settings: Settings,
+    judging_id: int,
+    claimed: Claim,
+    gpu_slot: int | None,
+    tmp: Path,
+    claims: CaseClaims,
+    share: BlobShare,
+) -> JudgeReport:
     url, attempt, weights = settings.database_url, claimed.attempt, claimed.weights
     problem = load_problem(package_root(settings, claimed.package_blob, claimed.package_path))
     artifact = submission_file(settings, claimed.sha256, claimed.filename, tmp)
     _check_visibility(problem.limits.time_limit_s * len(weights) + BUILD_TIMEOUT_S)
     box = settings.sandbox or default_sandbox_name()
-    with session_scope(url) as db:
-        db.get(Judging, judging_id).sandbox = recorded_name(box)  # type: ignore[union-attr]
-    store = blob_store(settings)
+    if claims.owner:
+        with session_scope(url) as db:
+            db.get(Judging, judging_id).sandbox = recorded_name(box)  # type: ignore[union-attr]
+    blobs = blob_store(settings)
     hidden = sum(1 for c in problem.cases if c.split != "public" and c.name in weights)
     pace = HiddenPace(problem.limits.time_limit_s, claimed.paced and settings.pace_hidden,
                       judging_id, hidden)  # fmt: skip
 
     def on_result(result: CaseResult) -> None:
-        _store(url, judging_id, attempt, result, weights)
+        store(url, judging_id, attempt, result, weights)
         pace.hold(result)  # stored first: organizers see it at once
 
     try:
-        report = judge_planner(
+        return judge_planner(
             problem,
             artifact,
             split=claimed.split,
@@ -113,28 +187,21 @@ def _judge(
             on_start=pace.start,
             sandbox=box,
             gpu_slot=gpu_slot,
-            keep_plan=lambda plan, _digest: store.put_file(plan),
+            keep_plan=lambda plan, _digest: blobs.put_file(plan),
             replay_backend=settings.replay_for(problem.slug),
             # Per team: no team learns from a first result's speed whether another built
             # these bytes, or gets another team's build (judge.buildcache).
             build_cache=BuildCache(
                 settings.build_cache, settings.build_cache_mb * 2**20, owner=claimed.team
             ),
+            pick=claims,
+            share=share,
         )
-    except Superseded:
+    except (Superseded, BuildUnavailable):
         raise
     except Exception:  # a judge error: in a hidden case, told when its cases would end
         pace.hold_failure()
         raise
-    if report.build_cached:
-        log.info("judging build reused from the build cache", extra={"judging": judging_id})
-    _finish(url, judging_id, attempt, report.build_error)
-    log.info(
-        "judging final",
-        extra={"judging": judging_id, "attempt": attempt, "cases": len(report.results),
-               **{k: v for k, v in report.as_dict().items() if k.endswith("score")}},
-    )  # fmt: skip
-    return "final"
 
 
 def submission_file(settings: Settings, sha256: str, filename: str, folder: Path) -> Path:
@@ -179,6 +246,7 @@ class Claim:
     # hidden cases run only in the final judging (api.finals)
     paced: bool = False  # hidden cases held to their budget (worker.pacing)
     team: str = "team-0"  # the submission's team: its builds are kept apart
+    priority: int = 0  # the judging's queue priority: its helpers get the same
 
 
 def _claim(settings: Settings, judging_id: int, worker: str) -> str | Claim:
@@ -194,23 +262,30 @@ def _claim(settings: Settings, judging_id: int, worker: str) -> str | Claim:
         if j.status == "queued" and _fresher_waits(db, j):
             raise Deferred(f"judging {judging_id} waits for fresher judgings")
         if j.status == "running":
-            j.reason = _add(j.reason, f"attempt {j.attempt} on {j.worker} was lost; restarted")
+            j.reason = add_line(j.reason, f"attempt {j.attempt} on {j.worker} was lost; restarted")
         j.attempt += 1
-        j.status, j.worker = "running", worker
+        j.status, j.worker, j.build_blob = "running", worker, None
         j.started_at = j.heartbeat_at = utcnow()
         # A lost attempt's partial results go: the new attempt writes every case again.
         db.execute(delete(CaseResultRow).where(CaseResultRow.judging_id == j.id))
+        db.execute(delete(CaseRun).where(CaseRun.judging_id == j.id))
+        j.split = finals.split_for(db, j.submission, j.kind)
+        claimed = _claim_of(db, j)
         sub = j.submission
-        version = sub.version
-        j.split = split = finals.split_for(db, sub, j.kind)
-        weights = {c.name: c.weight for c in version.cases if split in ("all", c.split)}
         sub.status = "running"
-        sub.status_detail = f"judging on {worker}: 0 of {len(weights)} cases"
+        sub.status_detail = f"judging on {worker}: 0 of {len(claimed.weights)} cases"
         news.after_commit(db, News(sub.id, queue=True, team=sub.team_id))  # it left the queue
-        return Claim(
-            j.attempt, version.package_blob, version.package_path, sub.sha256, sub.filename,
-            weights, split, finals.paces_hidden(db, sub, j.kind), build_owner(sub.team),
-        )  # fmt: skip
+        return claimed
+
+
+def _claim_of(db: Session, j: Judging) -> Claim:
+    sub, split = j.submission, j.split
+    version = sub.version
+    weights = {c.name: c.weight for c in version.cases if split in ("all", c.split)}
+    return Claim(
+        j.attempt, version.package_blob, version.package_path, sub.sha256, sub.filename,
+        weights, split, finals.paces_hidden(db, sub, j.kind), build_owner(sub.team), j.priority,
+    )  # fmt: skip
 
 
 def build_owner(team: Team) -> str:
@@ -231,96 +306,13 @@ def _fresh(j: Judging, settings: Settings) -> bool:
     )
 
 
-def _add(reason: str, line: str) -> str:
-    return f"{reason}\n{line}".strip()
-
-
-def _owned(db: Session, judging_id: int, attempt: int) -> Judging:
-    j = db.get(Judging, judging_id, with_for_update=True)
-    if j is None or j.attempt != attempt or j.status != "running":
-        raise Superseded
-    return j
-
-
-def _store(
-    url: str, judging_id: int, attempt: int, r: CaseResult, weights: dict[str, float]
-) -> None:
-    with session_scope(url) as db:
-        j = _owned(db, judging_id, attempt)
-        db.add(_row(j.id, r, weights.get(r.case, r.weight)))
-        db.flush()
-        j.heartbeat_at = utcnow()
-        done = db.scalar(
-            select(func.count(CaseResultRow.id)).where(CaseResultRow.judging_id == j.id)
-        )
-        j.submission.status_detail = f"judging on {j.worker}: {done} of {len(weights)} cases"
-        news.after_commit(db, News(j.submission_id, team=j.submission.team_id))
-
-
-def _row(judging_id: int, r: CaseResult, weight: float) -> CaseResultRow:
-    return CaseResultRow(
-        judging_id=judging_id,
-        case=r.case,
-        split=r.split,
-        weight=weight,
-        verdict=str(r.verdict),
-        message=r.message,
-        peak=r.peak,
-        lower_bound=r.lower_bound,
-        score=r.score,
-        time_s=r.time_s,
-        plan_digest=r.plan_digest,
-        log=r.log,
-        makespan_us=r.makespan_us,
-        request_us_mean=r.request_us_mean,
-        request_us_p99=r.request_us_p99,
-    )
-
-
-def _finish(url: str, judging_id: int, attempt: int, build_error: str) -> None:
-    with session_scope(url) as db:
-        j = _owned(db, judging_id, attempt)
-        j.build_error = build_error
-        _finalize(db, j)
-
-
-def _finalize(db: Session, j: Judging) -> None:
-    results = [_case_result(r) for r in j.results]
-    j.public_score = problem_score(results, "public")
-    j.hidden_score = problem_score(results, "hidden")
-    j.status, j.finished_at = "final", utcnow()
-    sub = j.submission
-    news.after_commit(db, News(sub.id, team=sub.team_id, board=True))
-    sub.current_judging_id = j.id
-    sub.public_score, sub.hidden_score = j.public_score, j.hidden_score
-    newer = db.scalar(
-        select(Judging.id).where(
-            Judging.submission_id == sub.id,
-            Judging.id > j.id,
-            Judging.status.in_(("queued", "running")),
-        )
-    )
-    if newer is None:
-        sub.status = "done"
-        counts = sorted(totals(results)["verdicts"].items())
-        sub.status_detail = f"judged ({j.kind}): " + ", ".join(f"{n} {v}" for v, n in counts)
-
-
-def _case_result(row: CaseResultRow) -> CaseResult:
-    return CaseResult(
-        row.case, row.split, row.weight, Verdict(row.verdict), row.message, row.lower_bound,
-        row.peak, row.score, row.time_s, row.plan_digest, row.log, row.makespan_us,
-        row.request_us_mean, row.request_us_p99,
-    )  # fmt: skip
-
-
 def fail_judging(settings: Settings, judging_id: int, why: str, retry: bool) -> None:
     """A JUDGE_ERROR: back to the queue while attempts remain, else `failed`, said plainly."""
     with session_scope(settings.database_url) as db:
         j = db.get(Judging, judging_id, with_for_update=True)
         if j is None or j.status not in ("running", "queued"):
             return
-        j.reason = _add(j.reason, f"attempt {j.attempt}: judge error: {why}")
+        j.reason = add_line(j.reason, f"attempt {j.attempt}: judge error: {why}")
         sub = j.submission
         news.after_commit(db, News(sub.id, queue=True, team=sub.team_id))
         if retry and j.attempt < MAX_ATTEMPTS:
@@ -334,33 +326,6 @@ def fail_judging(settings: Settings, judging_id: int, why: str, retry: bool) -> 
                 f"the judge failed after {j.attempt} attempts ({why}); this is our fault, "
                 "not your planner's: an organizer has been told and can rejudge it"
             )
-
-
-class _Heartbeat:
-    """Marks the judging alive every few seconds, so the reaper can tell a dead worker."""
-
-    def __init__(self, url: str, judging_id: int, attempt: int, every_s: float):
-        self.url, self.judging_id, self.attempt, self.every_s = url, judging_id, attempt, every_s
-        self.stopped = threading.Event()
-        self.thread = threading.Thread(target=self._loop, daemon=True)
-
-    def start(self) -> None:
-        self.thread.start()
-
-    def stop(self) -> None:
-        self.stopped.set()
-
-    def _loop(self) -> None:
-        while not self.stopped.wait(self.every_s):
-            try:
-                with session_scope(self.url) as db:
-                    db.execute(
-                        update(Judging)
-                        .where(Judging.id == self.judging_id, Judging.attempt == self.attempt)
-                        .values(heartbeat_at=utcnow())
-                    )
-            except Exception as exc:  # a database hiccup must not kill the judging
-                log.warning("heartbeat of judging %s failed: %s", self.judging_id, exc)
 
 
 def still_queued(settings: Settings, judging_id: int) -> bool:

@@ -30,7 +30,7 @@ from sqlalchemy.orm import Session
 from sqlalchemy.pool import NullPool
 
 from api.db.models import WorkerRow, utcnow
-from api.queue import JUDGE_TASK
+from api.queue import CASES_TASK, JUDGE_TASK
 from api.settings import Settings
 
 log = logging.getLogger("memorace.worker")
@@ -201,7 +201,7 @@ def _on_task_start(task: object = None, args: object = None, **_: object) -> Non
         return
     job = list(args) if isinstance(args, list | tuple) else []
     task_name = str(getattr(task, "name", ""))
-    judging_id = int(job[0]) if task_name == JUDGE_TASK and job else None
+    judging_id = int(job[0]) if task_name in (JUDGE_TASK, CASES_TASK) and job else None
     label = " ".join([task_name.rpartition(".")[2], *map(str, job)])
     set_task(_hookup[0].settings, name, label, judging_id)
 

@@ -24,7 +24,7 @@ from api.db.models import Judging, aware, utcnow
 from api.db.session import session_scope
 from api.news import News
 from api.settings import Settings, get_settings
-from worker.judging import _add
+from worker.results import add_line
 
 log = logging.getLogger("memorace.reaper")
 
@@ -86,9 +86,9 @@ def reap(settings: Settings) -> list[int]:
                 missing.add(key := (j.id, aware(j.enqueued_at)))
                 if in_broker is not None and key not in _missing_last_pass:
                     continue
-                j.reason = _add(j.reason, f"{now:%H:%M:%S} re-sent: its queue message was lost")
+                j.reason = add_line(j.reason, f"{now:%H:%M:%S} re-sent: its queue message was lost")
             elif j.heartbeat_at is None or aware(j.heartbeat_at) < dead:
-                j.reason = _add(j.reason, f"{now:%H:%M:%S} worker {j.worker} stopped answering")
+                j.reason = add_line(j.reason, f"{now:%H:%M:%S} worker {j.worker} stopped answering")
                 j.status = "queued"
                 j.submission.status = "queued"
                 j.submission.status_detail = (

@@ -17,7 +17,7 @@ from api.settings import Settings
 from judge.package import load_cases
 from judge.verdict import Verdict
 from judge.verifier import check_plan
-from worker.judging import _finalize
+from worker.results import finalize
 
 
 def rescore_version(settings: Settings, version_id: int) -> int:
@@ -47,7 +47,7 @@ def rescore_version(settings: Settings, version_id: int) -> int:
                 db.add(_rescored(settings, new.id, row, cases, db_cases, package.ptype))
             db.flush()
             db.refresh(new)
-            _finalize(db, new)
+            finalize(db, new)
         if subs:  # boards and lists of every team moved: news that clears everything
             news.after_commit(db, News(0, board=True))
         return len(subs)

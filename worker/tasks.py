@@ -18,7 +18,7 @@ from celery.signals import (
 
 from api import filebroker
 from api.db.session import migrate
-from api.queue import IMPORT_TASK, JUDGE_TASK, REAP_TASK, RESCORE_TASK
+from api.queue import CASES_TASK, IMPORT_TASK, JUDGE_TASK, REAP_TASK, RESCORE_TASK
 from judge.sandbox import cores
 from worker import imports, judging, presence, reaper, scratch
 from worker.celery_app import app, settings
@@ -135,6 +135,19 @@ def judge(self, judging_id: int) -> str:  # type: ignore[no-untyped-def]
         judging.fail_judging(settings, judging_id, f"{type(exc).__name__}: {exc}", retry=True)
         if judging.still_queued(settings, judging_id):
             raise self.retry(exc=exc, countdown=5, max_retries=judging.MAX_ATTEMPTS) from None
+        return "failed"
+
+
+@app.task(name=CASES_TASK)
+def judge_cases(judging_id: int, attempt: int) -> str:
+    """A helper of a running judging (worker.cases): never retried, never fails the
+    judging; whatever it leaves, the judging's owner judges."""
+    scratch.enter()
+    own_cores()
+    try:
+        return judging.run_helper(settings, judging_id, attempt, worker_name(), gpu_slot())
+    except Exception:
+        log.exception("helping judging %s failed", judging_id)
         return "failed"
 
 

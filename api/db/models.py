@@ -202,8 +202,29 @@ class Judging(Base):
     heartbeat_at: Mapped[datetime | None] = mapped_column(Stamp)
     finished_at: Mapped[datetime | None] = mapped_column(Stamp)
     created_at: Mapped[datetime] = mapped_column(Stamp, default=utcnow)
+    # The build, exported to the blob store once built (worker.cases): helpers on
+    # other hosts restore it instead of building again. NULL: none (yet), or no build.
+    build_blob: Mapped[str | None] = mapped_column(String(64))
     submission: Mapped[Submission] = relationship()
     results: Mapped[list[CaseResultRow]] = relationship(order_by="CaseResultRow.case")
+
+
+class CaseRun(Base):
+    """A case of a judging's attempt, claimed by one worker process (worker.cases): the
+    unique key makes a claim atomic on both databases, the heartbeat tells a dead
+    helper, whose case its judging's owner then takes over."""
+
+    __tablename__ = "case_runs"
+    __table_args__ = (UniqueConstraint("judging_id", "attempt", "case", name="uq_case_runs_claim"),)
+    id: Mapped[int] = mapped_column(primary_key=True)
+    judging_id: Mapped[int] = mapped_column(ForeignKey("judgings.id"), index=True)
+    attempt: Mapped[int] = mapped_column(Integer)
+    case: Mapped[str] = mapped_column(String(100))
+    worker: Mapped[str] = mapped_column(String(200))
+    status: Mapped[str] = mapped_column(String(16))  # running | done
+    takeovers: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    started_at: Mapped[datetime | None] = mapped_column(Stamp)
+    heartbeat_at: Mapped[datetime | None] = mapped_column(Stamp)
 
 
 class CaseResultRow(Base):

@@ -1,0 +1,244 @@
+"""One judging's cases judged side by side, by several worker slots on any host.
+
+The judging's owner (the worker that claimed it: worker.judging.run_judging) builds,
+keeps the build in its host's build cache and in the blob store, then asks for helpers
+(CASES_TASK messages). Every process, owner or helper, then takes the judging's cases
+one by one: a claim is a `case_runs` row, whose unique (judging, attempt, case) key
+makes it atomic on SQLite and PostgreSQL alike. Helpers restore the owner's build and
+never build; one that cannot reach it, or finds nothing left, just ends.
+
+The owner stays until every case is stored: it takes over a case whose helper stopped
+beating (SIGKILL, a lost host), so a lost helper costs a delay, never a case, and the
+reaper's view is unchanged (one judging, one live owner). A lost owner is the reaper's,
+as before: the judging restarts under a new attempt and the old attempt's helpers find
+themselves superseded at their next claim or store.
+
+Cases are taken public first, then hidden, each in package order: every public case
+starts before any hidden one, so no public result's arrival can tell how long a hidden
+case took, and contestants may see every public result while the judging runs.
+"""
+
+from __future__ import annotations
+
+import logging
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator
+from datetime import timedelta
+from pathlib import Path
+
+from sqlalchemy import delete, select, update
+from sqlalchemy.exc import IntegrityError
+
+from api.blobs import BlobCorrupt, BlobMissing, blob_store
+from api.db.models import CaseRun, Judging, aware, utcnow
+from api.db.session import session_scope
+from api.settings import Settings
+from judge.buildcache import BuildCache
+from judge.package import CaseSpec
+from worker.results import add_line, owned, stored_count
+
+log = logging.getLogger("memorace.worker")
+POLL_S = 0.5  # how often an owner with nothing left to take looks at its helpers' cases
+CLAIM_TRIES = 20  # SQLite: a claim that lost a race on the unique key tries the next case
+
+
+def claim_order(specs: list[CaseSpec]) -> list[CaseSpec]:
+    """Public cases first, then the others, each in package order."""
+    return sorted(specs, key=lambda s: s.split != "public")
+
+
+class CaseClaims:
+    """The `pick` of one process judging one attempt of a judging (judge.pipeline)."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        judging_id: int,
+        attempt: int,
+        worker: str,
+        owner: bool,
+        on_built: Callable[[int], object] | None = None,
+    ):
+        self.url, self.judging_id, self.attempt = settings.database_url, judging_id, attempt
+        self.worker, self.owner, self.on_built = worker, owner, on_built
+        self.stale = timedelta(seconds=settings.heartbeat_timeout_s)
+        self.taken: list[str] = []
+
+    def __call__(self, specs: list[CaseSpec]) -> Iterator[CaseSpec]:
+        order = claim_order(specs)
+        by_name = {s.name: s for s in order}
+        if self.on_built is not None and len(order) > 1:
+            self.on_built(len(order))  # the build stands: others may help from now on
+        while True:
+            name = self._next([s.name for s in order])
+            if name is not None:
+                self.taken.append(name)
+                yield by_name[name]
+            elif not self.owner or self._all_stored(len(order)):
+                return
+            else:
+                time.sleep(POLL_S)
+
+    def _next(self, names: list[str]) -> str | None:
+        for _ in range(CLAIM_TRIES):
+            try:
+                return self._claim(names)
+            except IntegrityError:  # another process claimed that case first: look again
+                continue
+        return None
+
+    def _claim(self, names: list[str]) -> str | None:
+        with session_scope(self.url) as db:
+            j = owned(db, self.judging_id, self.attempt)  # PostgreSQL: claims wait in line
+            runs = {
+                r.case: r
+                for r in db.scalars(
+                    select(CaseRun).where(
+                        CaseRun.judging_id == j.id, CaseRun.attempt == self.attempt
+                    )
+                )
+            }
+            now = utcnow()
+            for name in names:
+                if name not in runs:
+                    db.add(CaseRun(judging_id=j.id, attempt=self.attempt, case=name,
+                                   worker=self.worker, status="running", started_at=now,
+                                   heartbeat_at=now))  # fmt: skip
+                    db.flush()
+                    return name
+            if not self.owner:
+                return None
+            for name in names:
+                run = runs[name]
+                if run.status == "running" and self._lost(run):
+                    j.reason = add_line(
+                        j.reason,
+                        f"{now:%H:%M:%S} case {name}: worker {run.worker} stopped answering; "
+                        f"taken over by {self.worker}",
+                    )
+                    run.worker, run.heartbeat_at = self.worker, now
+                    run.takeovers += 1
+                    return name
+        return None
+
+    def _lost(self, run: CaseRun) -> bool:
+        beat = run.heartbeat_at
+        return beat is None or utcnow() - aware(beat) >= self.stale
+
+    def _all_stored(self, total: int) -> bool:
+        with session_scope(self.url) as db:
+            owned(db, self.judging_id, self.attempt)
+            return stored_count(db, self.judging_id) >= total
+
+    def release(self) -> None:
+        """Give back the cases this process took but did not store (a helper's own
+        failure): the owner takes them again at once instead of waiting for a stale beat."""
+        with session_scope(self.url) as db:
+            db.execute(
+                delete(CaseRun).where(
+                    CaseRun.judging_id == self.judging_id, CaseRun.attempt == self.attempt,
+                    CaseRun.worker == self.worker, CaseRun.status == "running",
+                )
+            )  # fmt: skip
+
+
+class Heartbeat:
+    """Every few seconds: this process's running cases are alive, and (its owner) the
+    judging is, so that the reaper can tell a dead owner and the owner a dead helper."""
+
+    def __init__(
+        self, url: str, judging_id: int, attempt: int, worker: str, every_s: float, owner: bool
+    ):
+        self.url, self.judging_id, self.attempt = url, judging_id, attempt
+        self.worker, self.every_s, self.owner = worker, every_s, owner
+        self.stopped = threading.Event()
+        self.thread = threading.Thread(target=self._loop, daemon=True)
+
+    def start(self) -> None:
+        self.thread.start()
+
+    def stop(self) -> None:
+        self.stopped.set()
+
+    def _loop(self) -> None:
+        while not self.stopped.wait(self.every_s):
+            try:
+                self.beat()
+            except Exception as exc:  # a database hiccup must not kill the judging
+                log.warning("heartbeat of judging %s failed: %s", self.judging_id, exc)
+
+    def beat(self) -> None:
+        now = utcnow()
+        with session_scope(self.url) as db:
+            if self.owner:
+                db.execute(
+                    update(Judging)
+                    .where(Judging.id == self.judging_id, Judging.attempt == self.attempt)
+                    .values(heartbeat_at=now)
+                )
+            db.execute(
+                update(CaseRun)
+                .where(CaseRun.judging_id == self.judging_id, CaseRun.attempt == self.attempt,
+                       CaseRun.worker == self.worker, CaseRun.status == "running")
+                .values(heartbeat_at=now)
+            )  # fmt: skip
+
+
+class BlobShare:
+    """The build's way to helpers on other hosts (judge.buildcache.BuildShare): the
+    owner packs its build cache entry into the blob store once and notes it on the
+    judging; a helper whose host lacks the entry fetches and unpacks it."""
+
+    def __init__(self, settings: Settings, judging_id: int, reuse_only: bool):
+        self.settings, self.judging_id, self.reuse_only = settings, judging_id, reuse_only
+
+    def publish(self, key: str, cache: BuildCache) -> None:
+        with tempfile.TemporaryDirectory(prefix="memorace-build-") as tmp:
+            packed = Path(tmp) / "build.tar"
+            if not cache.pack(key, packed):
+                return
+            try:
+                sha = blob_store(self.settings).put_file(packed)
+            except Exception as exc:  # helpers on this host still have the build cache
+                log.warning("build of judging %s not kept in the blob store: %s",
+                            self.judging_id, exc)  # fmt: skip
+                return
+        with session_scope(self.settings.database_url) as db:
+            db.execute(
+                update(Judging).where(Judging.id == self.judging_id).values(build_blob=f"{sha}")
+            )
+
+    def fetch(self, key: str, cache: BuildCache) -> bool:
+        with session_scope(self.settings.database_url) as db:
+            sha = db.scalar(select(Judging.build_blob).where(Judging.id == self.judging_id))
+        if not sha:
+            return False
+        try:
+            packed = blob_store(self.settings).local_path(sha)
+        except (BlobMissing, BlobCorrupt) as exc:
+            log.warning("build of judging %s unreadable in the blob store: %s",
+                        self.judging_id, exc)  # fmt: skip
+            return False
+        return cache.unpack(key, packed)
+
+
+def has_unclaimed(settings: Settings, judging_id: int, attempt: int, cases: int) -> bool:
+    """Whether a helper may find work: the attempt runs and not all its cases are taken
+    (a cheap look before a helper opens a sandbox session for nothing)."""
+    with session_scope(settings.database_url) as db:
+        j = db.get(Judging, judging_id)
+        if j is None or j.status != "running" or j.attempt != attempt:
+            return False
+        taken = db.scalars(
+            select(CaseRun.id).where(CaseRun.judging_id == judging_id, CaseRun.attempt == attempt)
+        ).all()
+        return len(taken) < cases
+
+
+def helpers_wanted(settings: Settings, cases: int) -> int:
+    """How many helpers an owner asks for: MEMORACE_CASE_HELPERS, at most one per case
+    beyond its own first."""
+    most = max(cases - 1, 0)
+    return most if settings.case_helpers < 0 else min(settings.case_helpers, most)
