@@ -5,12 +5,14 @@ judges a 12-case problem whose planner uses its time on every case: `--mode cpu`
 spins (this machine's cores: with more slots than cores the cores run out), `--mode
 sleep` sleeps (a simulated host with a core per slot). Per slot count it prints a lone
 submission's latency, then the latency p50 / p99 of a burst of `--submissions`
-submissions (one per team, all at once) and the submissions per hour. With one task
-per judging a lone submission waits for all 12 case times whatever the slots; with
-per-case tasks it waits about ceil(12 / N) case times plus the build.
+submissions (one per team, all at once) and the submissions per hour. With one slot
+per judging (`--helpers 0`: the judge before worker.cases) a lone submission waits for
+all 12 case times whatever the slots; with helpers (the default, -1: as many as
+cases) it waits about ceil(12 / N) case times plus the build.
 
     .venv/bin/python benchmarks/judging_latency.py [--slots 1,2,4] [--mode sleep|cpu]
         [--submissions 20] [--cases 12] [--case-s 0.5] [--backend embedded|postgres]
+        [--helpers -1|0|N]
 """
 
 from __future__ import annotations
@@ -65,7 +67,7 @@ def measure(args: argparse.Namespace, slots: int, tmp: Path) -> dict[str, float]
     planner = tmp / "planner.py"
     planner.write_text("import os, time\n" + USE[args.mode].format(s=args.case_s) + PLAN)
     pkg = write_package(tmp, args.cases, args.case_s)
-    env = {"MEMORACE_RATE_LIMIT": "100000"}
+    env = {"MEMORACE_RATE_LIMIT": "100000", "MEMORACE_CASE_HELPERS": str(args.helpers)}
     if args.mode == "sleep":
         env["MEMORACE_SLOT_CORES"] = "0"  # simulated cores: sleeping planners need none
     with ExitStack() as stack:
@@ -97,9 +99,11 @@ def main() -> None:
     parser.add_argument("--cases", type=int, default=12)
     parser.add_argument("--case-s", type=float, default=0.5)
     parser.add_argument("--backend", choices=("embedded", "postgres"), default="embedded")
+    parser.add_argument("--helpers", type=int, default=-1, help="MEMORACE_CASE_HELPERS")
     args = parser.parse_args()
     print(f"{args.submissions} submissions x {args.cases} cases of {args.case_s} s "
-          f"({args.mode}), {args.backend} backend, local sandbox")  # fmt: skip
+          f"({args.mode}), {args.backend} backend, local sandbox, "
+          f"helpers {args.helpers}")  # fmt: skip
     print(f"{'slots':>5} {'lone s':>8} {'(cases x t)':>11} {'p50 s':>8} {'p99 s':>8} {'subs/h':>8}")
     for slots in map(int, args.slots.split(",")):
         with tempfile.TemporaryDirectory(prefix="memorace-latency-") as tmp:

@@ -5,7 +5,7 @@ plans and packages travel through the database blob store (api.blobs).
 Submissions are judged on both workers; with worker A stopped, a rescore on worker B
 re-verifies the plans A stored (B fetches them into its own cache); B restarted with
 its data folder and cache wiped still judges, and imports a package uploaded to the
-API.
+API. A judging's cases spread over both hosts with one build (worker.cases).
 """
 
 from __future__ import annotations
@@ -176,3 +176,70 @@ def _pids(service: Service, name: str) -> set[str]:
     """Worker `name`'s processes (a judging names its worker host:pid of the pool child)."""
     main = psutil.Process(service.procs[name].pid)
     return {str(p.pid) for p in [main, *main.children(recursive=True)]}
+
+
+STAMPED_RUN = """\
+import os, sys, time
+print("build", open("stamp").read().strip(), file=sys.stderr)
+time.sleep(1.5)
+plan = os.path.join(os.environ["MEMORACE_OUT_DIR"], "plan.csv")
+open(plan, "w").write("id,offset\\na,0\\nb,8\\n")
+"""
+
+
+def stamped_archive(tmp: Path) -> Path:
+    """An archive whose build writes a random stamp and whose planner prints it: the same
+    stamp in every case's log means one build, whichever host judged the case."""
+    folder = tmp / "stamped"
+    folder.mkdir()
+    (folder / "memorace.toml").write_text(
+        'build = "sh -c \'od -An -N8 -tx8 /dev/urandom > stamp\'"\nrun = "python3 run.py"\n'
+    )
+    (folder / "run.py").write_text(STAMPED_RUN)
+    return Path(shutil.make_archive(str(tmp / "stamped"), "gztar", folder))
+
+
+def test_a_judgings_cases_spread_over_hosts_with_one_build(tmp_path, scratch_root):
+    """Hosts with their own build caches: the helper host restores the owner's build
+    from the blob store (judgings.build_blob) and never builds."""
+    from tests.test_case_split import NAMES, case_runs, six_cases
+
+    with postgres_database() as db_url, redis_server() as redis:
+        service = start_service(
+            tmp_path, [six_cases(tmp_path / "pkg")], database_url=db_url, broker_url=redis.url
+        )
+        try:
+            hosts = {
+                h: host_env(tmp_path, scratch_root, h)
+                | {"MEMORACE_BUILD_CACHE_DIR": str(tmp_path / f"builds-{h}")}
+                for h in "AB"
+            }
+            service.start_worker("A", beat=True, env=hosts["A"])
+            token = service.add_team("red", "alice")
+            sub = service.submit(token, "tiny", stamped_archive(tmp_path))
+
+            def running() -> bool:
+                body = service.api("GET", f"/api/v1/submissions/{sub['id']}", token).json()
+                return body["status"] == "running"
+
+            wait_for(running, 60, "the judging to start")
+            service.start_worker("B", beat=False, env=hosts["B"])
+            done = service.wait_done(token, sub["id"], timeout=180)
+            assert done["status"] == "done", done["status_detail"]
+            runs = case_runs(db_url, done["judging_id"])
+            by_host = {
+                h: [r for r in runs if r[2].split(":")[-1] in _pids(service, h)] for h in "AB"
+            }
+            assert by_host["A"] and by_host["B"], runs  # both hosts judged cases
+            logs = _query(
+                db_url, "SELECT r.case, r.log FROM case_results r WHERE r.judging_id = :j",
+                j=done["judging_id"],
+            )  # fmt: skip
+            stamps = {line for _, log in logs for line in log.splitlines() if "build " in line}
+            assert len(logs) == len(NAMES) and len(stamps) == 1, logs  # one build for all
+            (blob,) = _query(
+                db_url, "SELECT build_blob FROM judgings WHERE id = :j", j=done["judging_id"]
+            )[0]
+            assert blob, "the build was not shared through the blob store"
+        finally:
+            service.stop()

@@ -41,6 +41,7 @@ from worker.results import add_line, owned, stored_count
 
 log = logging.getLogger("memorace.worker")
 POLL_S = 0.5  # how often an owner with nothing left to take looks at its helpers' cases
+SHARE_MAX_BYTES = 256 * 2**20  # a bigger build stays on its host (blobs are never collected)
 CLAIM_TRIES = 20  # SQLite: a claim that lost a race on the unique key tries the next case
 
 
@@ -195,10 +196,12 @@ class BlobShare:
         self.settings, self.judging_id, self.reuse_only = settings, judging_id, reuse_only
 
     def publish(self, key: str, cache: BuildCache) -> None:
+        if self.settings.blob_store != "database":
+            return  # one host (a local store): its helpers share its build cache already
         with tempfile.TemporaryDirectory(prefix="memorace-build-") as tmp:
             packed = Path(tmp) / "build.tar"
-            if not cache.pack(key, packed):
-                return
+            if not cache.pack(key, packed) or packed.stat().st_size > SHARE_MAX_BYTES:
+                return  # helpers elsewhere then find no build and leave the cases here
             try:
                 sha = blob_store(self.settings).put_file(packed)
             except Exception as exc:  # helpers on this host still have the build cache
