@@ -30,6 +30,7 @@ from pathlib import Path
 
 from sqlalchemy import delete, select, update
 from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
 
 from api.blobs import BlobCorrupt, BlobMissing, blob_store
 from api.db.models import CaseRun, Judging, aware, utcnow
@@ -102,6 +103,8 @@ class CaseClaims:
                 )
             }
             now = utcnow()
+            if not self.owner and fresher_waits(db, j):
+                return None  # a helper of a rejudge or baseline makes way for fresh work
             for name in names:
                 if name not in runs:
                     db.add(CaseRun(judging_id=j.id, attempt=self.attempt, case=name,
@@ -225,6 +228,12 @@ class BlobShare:
                         self.judging_id, exc)  # fmt: skip
             return False
         return cache.unpack(key, packed)
+
+
+def fresher_waits(db: Session, j: Judging) -> bool:
+    """Whether a judging of a higher priority (a lower number) waits in the queue."""
+    fresher = select(Judging.id).where(Judging.status == "queued", Judging.priority < j.priority)
+    return db.scalar(fresher.limit(1)) is not None
 
 
 def has_unclaimed(settings: Settings, judging_id: int, attempt: int, cases: int) -> bool:

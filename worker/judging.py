@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
 
-from sqlalchemy import delete, select
+from sqlalchemy import delete
 from sqlalchemy.orm import Session
 
 from api import finals, news, queue
@@ -31,7 +31,14 @@ from judge.sandbox import default_sandbox_name
 from judge.sandbox.local_isolation import recorded_name
 from judge.scoring import CaseResult
 from judge.submission import upload_suffix
-from worker.cases import BlobShare, CaseClaims, Heartbeat, has_unclaimed, helpers_wanted
+from worker.cases import (
+    BlobShare,
+    CaseClaims,
+    Heartbeat,
+    fresher_waits,
+    has_unclaimed,
+    helpers_wanted,
+)
 from worker.pacing import HiddenPace
 from worker.results import Superseded, add_line, finish, store
 
@@ -259,7 +266,7 @@ def _claim(settings: Settings, judging_id: int, worker: str) -> str | Claim:
             return j.status  # a redelivery of finished work: nothing to do
         if j.status == "running" and _fresh(j, settings):
             raise Busy(f"judging {judging_id} is running on {j.worker}")
-        if j.status == "queued" and _fresher_waits(db, j):
+        if j.status == "queued" and fresher_waits(db, j):
             raise Deferred(f"judging {judging_id} waits for fresher judgings")
         if j.status == "running":
             j.reason = add_line(j.reason, f"attempt {j.attempt} on {j.worker} was lost; restarted")
@@ -292,11 +299,6 @@ def build_owner(team: Team) -> str:
     """The team's name in the build cache: its id and when it was made, so that a team of
     a database made again (ids start over) is not served a build of the old one."""
     return f"team-{team.id}-{int(aware(team.created_at).timestamp())}"
-
-
-def _fresher_waits(db: Session, j: Judging) -> bool:
-    fresher = select(Judging.id).where(Judging.status == "queued", Judging.priority < j.priority)
-    return db.scalar(fresher.limit(1)) is not None
 
 
 def _fresh(j: Judging, settings: Settings) -> bool:
