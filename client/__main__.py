@@ -1,5 +1,5 @@
 """`python -m client` is the `memorace` command."""
 
-from client.cli import app
+from client.main import main
 
-app()
+main()

@@ -14,12 +14,12 @@ import typer
 from judge.console import err, fmt, new_table, out, print_cases, progress_bar, show
 from judge.console import fail as _fail
 from judge.errors import InputError
-from judge.importer import import_minimalloc, name_and_capacity
+from judge.importer import import_minimalloc
 from judge.package import Problem, load_cases, load_problem
 from judge.scoring import CaseResult
-from judge.types import get_type, known_types
+from judge.types import known_types
 from judge.verdict import Verdict
-from judge.verifier import check_plan
+from judge.verify_command import verify_command
 
 if TYPE_CHECKING:  # judging loads the sandboxes; `verify` needs none of it
     from judge.pipeline import JudgeReport
@@ -45,41 +45,7 @@ def verify(
 ) -> None:
     """Verify PLAN for CASE: verdict, peak, lower bound and score (an `online` transcript
     is verified as the plan of its case)."""
-    cap = capacity if capacity is not None else name_and_capacity(case)[1]
-    try:
-        ptype = get_type(type_ or _type_of(case))
-        parsed = ptype.parse_case(case, cap)  # None: the case file's own, or 2^62
-    except (KeyError, InputError) as exc:
-        message = f"bad case: {exc}" if isinstance(exc, InputError) else str(exc.args[0])
-        if as_json:
-            out.print_json(json.dumps({"verdict": None, "error": message}))
-            raise typer.Exit(2) from None
-        raise _fail(message) from None
-    bound = ptype.lower_bound(parsed)
-    verification, score = check_plan(ptype, parsed, bound, plan)
-    result = {
-        "verdict": str(verification.verdict),
-        "message": verification.message,
-        "peak": verification.peak,
-        "makespan": verification.makespan,  # timed types (µs), else null
-        "lower_bound": bound,
-        "score": score,
-        "capacity": parsed.capacity,
-    }
-    if as_json:
-        out.print_json(json.dumps(result))
-    else:
-        colour = "green" if verification.verdict == Verdict.OK else "red"
-        out.print(f"[{colour}]{verification.verdict}[/{colour}] {verification.message}")
-        figures = [f"peak {verification.peak}"] if verification.peak is not None else []
-        figures += [f"lower bound {bound} {ptype.bound_unit}", f"score {score:.6f}"]
-        out.print("  ".join(figures))
-    raise typer.Exit(0 if verification.verdict == Verdict.OK else 1)
-
-
-def _type_of(case: Path) -> str:
-    """The type whose case files end like `case` (offset's .csv when none)."""
-    return next((t for t in known_types() if case.name.endswith(get_type(t).case_suffix)), "offset")
+    raise typer.Exit(verify_command(case, plan, capacity, type_, as_json))
 
 
 @problem_app.command("check")
