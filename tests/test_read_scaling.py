@@ -2,7 +2,7 @@
 ETag (304 while nothing moved), the submission list is paged with a fixed number of
 SQL queries whatever its length (both backends), and scripts/serve starts one API
 process per core (and its worker again when it dies). In-process ASGI client, the
-embedded broker; a judging's end is the worker's own code (worker.judging._finish) run
+embedded broker; a judging's end is the worker's own code (worker.results.finish) run
 on results written as a worker would."""
 
 from __future__ import annotations
@@ -33,8 +33,8 @@ from tests.service import (
     wait_for,
 )
 from tests.test_package import CASE, GOOD_TOML, make_package
-from worker.judging import _finish
 from worker.rescore import rescore_version
+from worker.results import finish
 
 THREE_CASES = GOOD_TOML + '\n[[cases]]\nname = "three"\nsplit = "public"\ncapacity = 16\n'
 
@@ -103,7 +103,7 @@ def heard_all_news() -> None:
 
 def judge(sub_id: int, scores: dict[str, float]) -> None:
     """The end of a judging as the worker makes it: the results of one attempt, then
-    the worker's own _finish (scores, status, the submission's board fields), and its
+    the worker's own finish (scores, status, the submission's board fields), and its
     news heard."""
     url = get_settings().database_url
     with session_scope(url) as db:
@@ -114,7 +114,7 @@ def judge(sub_id: int, scores: dict[str, float]) -> None:
             db.add(CaseResultRow(judging_id=j.id, case=case, split=split, weight=1.0,
                                  verdict="OK", lower_bound=16, score=score, peak=16))  # fmt: skip
         judging_id = j.id
-    _finish(url, judging_id, 1, "")
+    finish(url, judging_id, 1, "")
     heard_all_news()
 
 
