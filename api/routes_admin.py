@@ -10,7 +10,7 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse
 from pydantic import AfterValidator, BaseModel, Field, field_validator
 
-from api import admin, audit, baselines, finals, imports, problems, queue
+from api import admin, audit, baselines, finals, imports, messages, problems, queue
 from api.audit import record
 from api.auth import expiry, iso, utc
 from api.deps import DB, Admin, Config, Id
@@ -87,6 +87,16 @@ class ContestIn(Body):
     # When hidden cases run: with every submission, or in the final judging (api.finals).
     hidden_judging: Literal["submission", "final"] | None = None
     final_picks: int | None = Field(default=None, ge=1, le=finals.MAX_PICKS)  # a team's picks
+
+
+class AnswerIn(Body):
+    answer: str = Field(max_length=messages.MAX_TEXT * 2)
+    audience: Literal["team", "all"] = "team"  # the asking team alone, or everyone
+
+
+class AnnouncementIn(Body):
+    text: str = Field(max_length=messages.MAX_TEXT * 2)
+    problem: str = Field(default="", max_length=64)
 
 
 PACKAGE_FORM = form_schema("a problem package as .zip or .tar.gz", {})
@@ -190,3 +200,19 @@ def put_contest(body: ContestIn, user: Admin, db: DB, settings: Config) -> dict[
 @router.get("/audit")
 def get_audit(user: Admin, db: DB, limit: int = 200) -> list[dict[str, Any]]:
     return audit.entries(db, min(max(limit, 1), 1000))
+
+
+@router.get("/clarifications")
+def all_clarifications(user: Admin, db: DB) -> list[dict[str, Any]]:
+    """Every team's questions (with the team's name) and their answers, newest first."""
+    return messages.visible(db, user, "clarification")
+
+
+@router.post("/clarifications/{message_id}/answer")
+def answer_clarification(message_id: Id, body: AnswerIn, user: Admin, db: DB) -> dict[str, Any]:
+    return messages.answer(db, user, message_id, body.answer, body.audience)
+
+
+@router.post("/announcements", status_code=201)
+def announce(body: AnnouncementIn, user: Admin, db: DB) -> dict[str, Any]:
+    return messages.announce(db, user, body.text, body.problem)

@@ -8,9 +8,10 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import FileResponse, JSONResponse, PlainTextResponse, Response
+from pydantic import BaseModel, Field
 from sqlalchemy.orm import Session
 
-from api import events, hidden, problems, readcache, submissions
+from api import events, hidden, messages, problems, readcache, submissions
 from api.caller import Caller
 from api.deps import DB, Config, Contestant, ContestantReader, Id, Reader, Viewer
 from api.errors import ServiceError
@@ -179,3 +180,32 @@ def check_form_problem(slug: str) -> str:
     if not slug.strip():
         raise ServiceError("say which problem: the form field 'problem' is empty")
     return slug.strip()
+
+
+class QuestionIn(BaseModel):
+    question: str = Field(max_length=messages.MAX_TEXT * 2)
+    problem: str = Field(default="", max_length=64)  # a slug; "": a general question
+
+
+@router.post("/clarifications", status_code=201)
+def ask_jury(body: QuestionIn, user: Contestant, db: DB) -> dict[str, Any]:
+    """Ask the jury about a problem or in general; only your team sees the question
+    unless the jury answers it to everyone."""
+    return messages.ask(db, user, _no_nul(body.question), _no_nul(body.problem))
+
+
+@router.get("/clarifications")
+def list_clarifications(user: Contestant, db: DB) -> list[dict[str, Any]]:
+    """Your team's questions and the ones answered to everyone, newest first."""
+    return messages.visible(db, user, "clarification")
+
+
+@router.get("/announcements")
+def list_announcements(user: Contestant, db: DB) -> list[dict[str, Any]]:
+    return messages.visible(db, user, "announcement")
+
+
+def _no_nul(text: str) -> str:
+    if "\x00" in text:
+        raise ServiceError("text must not hold a NUL character")
+    return text

@@ -23,9 +23,18 @@ from api.db.models import Judging, Submission
 
 # Rows that no kept answer shows: a write of them alone clears nothing. Bookkeeping
 # written often (token use, web sessions, the login throttle, heartbeats, the news) and
-# the blob store's rows (an upload's bytes).
+# the blob store's rows (an upload's bytes), clarifications (read uncached: api.messages).
 UNSEEN_TABLES = frozenset(
-    {"api_tokens", "web_sessions", "login_throttle", "workers", "news", "blobs", "blob_chunks"}
+    {
+        "api_tokens",
+        "web_sessions",
+        "login_throttle",
+        "workers",
+        "news",
+        "blobs",
+        "blob_chunks",
+        "messages",
+    }
 )
 BOARD_TABLE = "board_state"  # its counter moves when a board does (api.db.board.bump)
 

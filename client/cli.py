@@ -4,17 +4,16 @@ them, the ones that talk to a MemoRace server: `submit`, `status`, `leaderboard`
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.text import Text
 
-from client.errors import ClientError
+from client import messages_cli
+from client.server import connect, server_errors
 from judge import cli as judge_cli
-from judge.console import err, fail, fmt, new_table, out, print_cases, progress_bar, show
+from judge.console import err, fmt, new_table, out, print_cases, progress_bar, show
 from tracer import cli as trace_cli
 
 if TYPE_CHECKING:  # httpx loads only for the commands that talk to a server
@@ -26,6 +25,7 @@ app = typer.Typer(
 )
 app.add_typer(judge_cli.app)  # no name: the judge's commands join these at the top level
 app.add_typer(trace_cli.app, name="trace")  # imports torch only when a recording runs
+app.add_typer(messages_cli.app)  # clarify, clarifications, announcements; answer, announce
 SERVER = "Server (MEMORACE_URL, MEMORACE_TOKEN or ~/.config/memorace/config.toml)"
 
 
@@ -41,7 +41,7 @@ def submit(
     Exit status: 0 when judged (or queued, with --no-follow), 1 when the
     judging ended in error, 2 when the request failed.
     """
-    with _server() as client, _server_errors():
+    with connect() as client, server_errors():
         sub = client.submit(file, problem)
         if sub.get("reused") and not as_json:
             err.print(f"identical to an earlier upload: reusing submission #{sub['id']}")
@@ -57,7 +57,7 @@ def status_cmd(
     as_json: Annotated[bool, typer.Option("--json", help="one JSON object")] = False,
 ) -> None:
     """Show a submission: its status and the results so far."""
-    with _server() as client, _server_errors():
+    with connect() as client, server_errors():
         sub = client.submission(sub_id)
     _show_submission(sub, as_json)
 
@@ -68,7 +68,7 @@ def leaderboard_cmd(
     as_json: Annotated[bool, typer.Option("--json", help="one JSON object")] = False,
 ) -> None:
     """Show the leaderboard of a problem."""
-    with _server() as client, _server_errors():
+    with connect() as client, server_errors():
         board = client.leaderboard(slug)
     if as_json:
         out.print_json(json.dumps(board))
@@ -101,7 +101,7 @@ def final_cmd(
     as_json: Annotated[bool, typer.Option("--json", help="one JSON object")] = False,
 ) -> None:
     """Show or choose the submissions of your team that the final judging takes."""
-    with _server() as client, _server_errors():
+    with connect() as client, server_errors():
         view = client.final_picks(slug, [] if clear else (picks or None))
     if as_json:
         out.print_json(json.dumps(view))
@@ -115,28 +115,10 @@ def final_cmd(
         out.print("this contest judges hidden cases with every submission", markup=False)
 
 
-def _server() -> Client:
-    from client.http import Client
-
-    try:
-        return Client.from_config()
-    except ClientError as exc:
-        raise fail(exc.message) from None
-
-
 def _final() -> frozenset[str]:
     from client.http import FINAL
 
     return FINAL
-
-
-@contextmanager
-def _server_errors() -> Iterator[None]:
-    """A ClientError becomes `error: <server message>` on stderr and exit status 2."""
-    try:
-        yield
-    except ClientError as exc:
-        raise fail(exc.message) from None
 
 
 def _follow(client: Client, sub: dict[str, Any], quiet: bool) -> dict[str, Any]:

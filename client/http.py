@@ -96,6 +96,22 @@ class Client:
     def leaderboard(self, slug: str) -> dict[str, Any]:
         return self._json("GET", f"/leaderboard/{slug}")
 
+    def ask(self, question: str, problem: str = "") -> dict[str, Any]:
+        return self._json(
+            "POST", "/clarifications", json={"question": question, "problem": problem}
+        )
+
+    def messages(self, kind: str, everyone: bool = False) -> list[dict[str, Any]]:
+        """`kind`: "clarifications" or "announcements"; `everyone`: every team's (jury)."""
+        return self._json("GET", f"/admin/{kind}" if everyone else f"/{kind}")  # type: ignore[return-value]
+
+    def answer(self, message_id: int, text: str, audience: str) -> dict[str, Any]:
+        body = {"answer": text, "audience": audience}
+        return self._json("POST", f"/admin/clarifications/{message_id}/answer", json=body)
+
+    def announce(self, text: str, problem: str = "") -> dict[str, Any]:
+        return self._json("POST", "/admin/announcements", json={"text": text, "problem": problem})
+
     def follow(self, sub_id: int) -> Iterator[tuple[str, dict[str, Any]]]:
         """(event, data) pairs: "status", "case", then "end" with the final Submission.
 

@@ -316,6 +316,28 @@ class AuditEntry(Base):
     actor: Mapped[User | None] = relationship()
 
 
+class Message(Base):
+    """A clarification (a team's question, the jury's answer to that team or to all) or
+    an announcement (the jury's, to everyone): api.messages. `contest_id` is the
+    contest's (one today: 1)."""
+
+    __tablename__ = "messages"
+    id: Mapped[int] = mapped_column(primary_key=True)
+    contest_id: Mapped[int] = mapped_column(Integer, default=1, server_default="1", index=True)
+    kind: Mapped[str] = mapped_column(String(16))  # clarification | announcement
+    team_id: Mapped[int | None] = mapped_column(ForeignKey("teams.id"), index=True)  # the asker's
+    author_id: Mapped[int | None] = mapped_column(ForeignKey("users.id"))
+    problem: Mapped[str] = mapped_column(String(64), default="")  # a slug, or "" (general)
+    text: Mapped[str] = mapped_column(Text)  # the question or the announcement
+    answer: Mapped[str] = mapped_column(Text, default="")
+    # Who sees the answer and the question: "team" (the asker's) or "all".
+    audience: Mapped[str] = mapped_column(String(8), default="team")
+    answered_by: Mapped[int | None] = mapped_column(ForeignKey("users.id"))
+    created_at: Mapped[datetime] = mapped_column(Stamp, default=utcnow)
+    answered_at: Mapped[datetime | None] = mapped_column(Stamp)
+    team: Mapped[Team | None] = relationship()
+
+
 class WorkerRow(Base):
     """A Celery worker's presence (worker.presence): written at start, every heartbeat
     and at a clean stop. A killed worker's row stays; its stale `last_seen` says so."""

@@ -8,6 +8,7 @@ through `error_page`; a page that needs a login sends the browser to /login.
 
 from api.pages import (  # noqa: F401  (they add their routes)
     contestant,
+    messages,
     organizer,
     organizer_accounts,
     organizer_problems,

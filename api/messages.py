@@ -1,0 +1,114 @@
+"""Clarifications and announcements. A team asks about a problem or in general; the
+jury (organizers) answers the asking team alone or everyone; the jury announces to
+everyone. A team sees the announcements, the questions answered to everyone, and its
+own questions; never another team's private one. Organizers see everything. Every
+question, answer and announcement is in the audit log."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import false, func, or_, select
+from sqlalchemy.orm import Session
+
+from api import audit
+from api.db.models import Message, Problem, User, utcnow
+from api.errors import Forbidden, NotFound, ServiceError, TooMany
+
+MAX_TEXT = 4000  # characters of a question, an answer or an announcement
+OPEN_PER_TEAM = 20  # unanswered questions a team may have at once
+AUDIENCES = ("team", "all")
+CURRENT = 1  # the installation's one contest (issue 37: several to come)
+
+
+def _text(value: str, what: str) -> str:
+    text = value.strip()
+    if not text:
+        raise ServiceError(f"the {what} is empty")
+    if len(text) > MAX_TEXT:
+        raise ServiceError(f"the {what} has {len(text)} characters; at most {MAX_TEXT}")
+    return text
+
+
+def ask(db: Session, user: User, question: str, problem: str = "") -> dict[str, Any]:
+    """A question of `user`'s team, about `problem` (a slug) or in general ("")."""
+    if user.team_id is None:
+        raise Forbidden("only a team's member can ask the jury; organizers announce")
+    text = _text(question, "question")
+    if problem and db.scalar(select(Problem.id).where(Problem.slug == problem)) is None:
+        raise NotFound(f"no problem {problem!r}")
+    waiting = db.scalar(
+        select(func.count(Message.id)).where(
+            Message.team_id == user.team_id, Message.kind == "clarification",
+            Message.answered_at.is_(None),
+        )
+    )  # fmt: skip
+    if (waiting or 0) >= OPEN_PER_TEAM:
+        raise TooMany(
+            f"your team has {waiting} questions waiting for the jury, the most it may have; "
+            "ask again once one is answered"
+        )
+    row = Message(kind="clarification", team_id=user.team_id, author_id=user.id,
+                  problem=problem, text=text)  # fmt: skip
+    db.add(row)
+    db.flush()
+    audit.record(db, user, "clarification_asked", f"message {row.id}", {"problem": problem})
+    return message_dict(row, organizer=False)
+
+
+def answer(db: Session, jury: User, message_id: int, text: str, audience: str) -> dict[str, Any]:
+    """The jury's answer to the asking team ("team") or to everyone ("all"); a second
+    answer replaces the first (a correction), said in the audit log."""
+    if audience not in AUDIENCES:
+        raise ServiceError(f"audience is one of {', '.join(AUDIENCES)}, not {audience!r}")
+    row = db.get(Message, message_id, with_for_update=True)
+    if row is None or row.kind != "clarification":
+        raise NotFound(f"no question {message_id}")
+    corrected = row.answered_at is not None
+    row.answer, row.audience = _text(text, "answer"), audience
+    row.answered_by, row.answered_at = jury.id, utcnow()
+    audit.record(db, jury, "clarification_answered", f"message {row.id}",
+                 {"audience": audience, "corrected": corrected})  # fmt: skip
+    return message_dict(row, organizer=True)
+
+
+def announce(db: Session, jury: User, text: str, problem: str = "") -> dict[str, Any]:
+    if problem and db.scalar(select(Problem.id).where(Problem.slug == problem)) is None:
+        raise NotFound(f"no problem {problem!r}")
+    row = Message(kind="announcement", author_id=jury.id, problem=problem,
+                  text=_text(text, "announcement"), audience="all")  # fmt: skip
+    db.add(row)
+    db.flush()
+    audit.record(db, jury, "announcement", f"message {row.id}", {"problem": problem})
+    return message_dict(row, organizer=True)
+
+
+def visible(db: Session, user: User, kind: str | None = None) -> list[dict[str, Any]]:
+    """What `user` may read, newest first: everything for organizers; for a team, the
+    announcements, the answers to all and its own questions."""
+    query = select(Message).where(Message.contest_id == CURRENT)
+    if kind:
+        query = query.where(Message.kind == kind)
+    if not user.is_admin:
+        mine = Message.team_id == user.team_id if user.team_id is not None else false()
+        query = query.where(or_(Message.audience == "all", mine))
+    rows = db.scalars(query.order_by(Message.id.desc()).limit(500)).all()
+    return [message_dict(r, organizer=user.is_admin) for r in rows]
+
+
+def message_dict(row: Message, organizer: bool) -> dict[str, Any]:
+    """A message as its reader sees it: the asking team's name only for organizers
+    (others see that a team asked, not which)."""
+    data: dict[str, Any] = {
+        "id": row.id,
+        "kind": row.kind,
+        "problem": row.problem or None,
+        "text": row.text,
+        "answer": row.answer or None,
+        "audience": row.audience,
+        "created_at": row.created_at.isoformat() if row.created_at else None,
+        "answered_at": row.answered_at.isoformat() if row.answered_at else None,
+    }
+    if organizer and row.kind == "clarification":
+        data["team"] = row.team.name if row.team else None
+    return data

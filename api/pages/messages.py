@@ -1,0 +1,83 @@
+"""The clarifications page (api.messages): the jury's announcements and the questions
+a viewer may read; a team member asks there, an organizer answers and announces."""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import Annotated
+
+from fastapi import Form, Request
+from fastapi.responses import Response
+from sqlalchemy.orm import Session
+
+from api import messages, problems
+from api.db.models import User
+from api.deps import DB, Admin, Contestant
+from api.pages.common import render, router
+from api.pages.organizer import _act
+
+PAGE = "/clarifications"
+
+
+def _page(
+    request: Request, db: Session, user: User, status: int = 200, error: str = ""
+) -> Response:
+    return render(
+        request,
+        "clarifications.html",
+        user,
+        status,
+        announcements=messages.visible(db, user, "announcement"),
+        questions=messages.visible(db, user, "clarification"),
+        problems=problems.all_current(db),
+        error=error or None,
+    )
+
+
+@router.get(PAGE)
+def clarifications_page(request: Request, user: Contestant, db: DB) -> Response:
+    return _page(request, db, user)
+
+
+@router.post(PAGE)
+def ask_page(
+    request: Request,
+    user: Contestant,
+    db: DB,
+    question: Annotated[str, Form()] = "",
+    problem: Annotated[str, Form()] = "",
+) -> Response:
+    def act() -> str:
+        return f"question #{messages.ask(db, user, question, problem)['id']} sent to the jury"
+
+    return _act(request, db, PAGE, act, partial(_page, request, db, user))
+
+
+@router.post(PAGE + "/{message_id}/answer")
+def answer_page(
+    request: Request,
+    message_id: int,
+    user: Admin,
+    db: DB,
+    answer: Annotated[str, Form()] = "",
+    audience: Annotated[str, Form()] = "team",
+) -> Response:
+    def act() -> str:
+        done = messages.answer(db, user, message_id, answer, audience)
+        return f"question #{done['id']} answered to {done['audience']}"
+
+    return _act(request, db, PAGE, act, partial(_page, request, db, user))
+
+
+@router.post("/announcements")
+def announce_page(
+    request: Request,
+    user: Admin,
+    db: DB,
+    text: Annotated[str, Form()] = "",
+    problem: Annotated[str, Form()] = "",
+) -> Response:
+    def act() -> str:
+        return f"announcement #{messages.announce(db, user, text, problem)['id']} sent"
+
+    return _act(request, db, PAGE, act, partial(_page, request, db, user))

@@ -1,0 +1,139 @@
+"""Clarifications and announcements (api.messages) over real HTTP and the CLI, on both
+backends: a team's question is its own until the jury answers it to everyone; then
+every team sees the question and the answer, never who asked. Announcements reach
+every team. Bad input gets a clear refusal; everything lands in the audit log."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tests.service import Service, start_service
+from tests.test_package import make_package
+from tests.test_service_e2e import backends
+
+SECRET = "is the capacity of case two 16 bytes for red only?"  # red's private question
+PUBLIC = "may a planner read the whole case before answering?"
+
+
+@pytest.fixture(scope="module", params=["embedded", "postgres+redis"])
+def service(request, tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("clarify")
+    with backends(request.param) as (db_url, broker_url):
+        svc = start_service(tmp, [make_package(tmp / "pkg")], db_url, broker_url)
+        try:
+            svc.red = svc.add_team("red", "rita")  # type: ignore[attr-defined]
+            svc.blue = svc.add_team("blue", "bob")  # type: ignore[attr-defined]
+            yield svc
+        finally:
+            svc.stop()
+
+
+def texts(service: Service, token: str, path: str) -> str:
+    reply = service.api("GET", path, token)
+    assert reply.status_code == 200, reply.text
+    return reply.text
+
+
+def test_private_and_public_answers_and_announcements(service: Service) -> None:
+    red, blue = service.red, service.blue  # type: ignore[attr-defined]
+    asked = service.api("POST", "/api/v1/clarifications", red,
+                        json={"question": SECRET, "problem": "tiny"})  # fmt: skip
+    assert asked.status_code == 201, asked.text
+    secret_id = asked.json()["id"]
+    assert "team" not in asked.json()
+    # Only red and the jury see it; the jury sees who asked.
+    assert SECRET in texts(service, red, "/api/v1/clarifications")
+    assert SECRET not in texts(service, blue, "/api/v1/clarifications")
+    jury = service.api("GET", "/api/v1/admin/clarifications").json()
+    assert [(m["text"], m["team"]) for m in jury] == [(SECRET, "red")]
+    # A private answer: still red's alone.
+    reply = service.api("POST", f"/api/v1/admin/clarifications/{secret_id}/answer",
+                        json={"answer": "yes, 16", "audience": "team"})  # fmt: skip
+    assert reply.status_code == 200, reply.text
+    mine = service.api("GET", "/api/v1/clarifications", red).json()
+    assert [(m["text"], m["answer"], m["audience"]) for m in mine] == [(SECRET, "yes, 16", "team")]
+    for path in ("/api/v1/clarifications", "/api/v1/announcements"):
+        assert SECRET not in texts(service, blue, path) and "yes, 16" not in texts(
+            service, blue, path
+        )
+    # Through the CLI too.
+    assert SECRET not in service.cli(blue, "clarifications", "--json")
+    out = service.cli(blue, "clarify", PUBLIC)
+    assert out.startswith("question #")
+    public_id = int(out.split("#")[1].split()[0])
+    assert PUBLIC not in texts(service, red, "/api/v1/clarifications")
+    service.cli(service.admin_token, "answer", str(public_id), "yes, it may", "--to-all")
+    # Answered to all: everyone sees question and answer, never who asked.
+    seen_by_red = service.api("GET", "/api/v1/clarifications", red).json()
+    shared = [m for m in seen_by_red if m["id"] == public_id]
+    assert shared and shared[0]["answer"] == "yes, it may" and "team" not in shared[0]
+    assert "blue" not in json.dumps(seen_by_red)
+    # An announcement reaches every team.
+    service.cli(service.admin_token, "announce", "case two was fixed", "--problem", "tiny")
+    for token in (red, blue):
+        got = json.loads(service.cli(token, "announcements", "--json"))
+        assert [(m["text"], m["problem"]) for m in got] == [("case two was fixed", "tiny")]
+    assert SECRET not in service.cli(blue, "clarifications")
+    # The page: each viewer sees what the API shows them (the jury: who asked).
+    assert SECRET not in texts(service, blue, "/clarifications")
+    page = texts(service, red, "/clarifications")
+    assert SECRET in page and "yes, 16" in page and "case two was fixed" in page
+    jury_page = texts(service, service.admin_token, "/clarifications")
+    assert "asked by red" in jury_page and "asked by blue" in jury_page
+    actions = [e["action"] for e in service.api("GET", "/api/v1/admin/audit").json()]
+    for action in ("clarification_asked", "clarification_answered", "announcement"):
+        assert action in actions
+
+
+def test_bad_requests_are_refused_plainly(service: Service) -> None:
+    red = service.red  # type: ignore[attr-defined]
+    cases = [
+        ("POST", "/api/v1/clarifications", red, {"question": "  "}, 400, "empty"),
+        ("POST", "/api/v1/clarifications", red, {"question": "x" * 4001}, 400, "at most 4000"),
+        ("POST", "/api/v1/clarifications", red, {"question": "a\x00b"}, 400, "NUL"),
+        ("POST", "/api/v1/clarifications", red, {"question": "q", "problem": "nope"}, 404, "nope"),
+        ("POST", "/api/v1/clarifications", None, {"question": "q"}, 403, "only a team"),
+        ("POST", "/api/v1/admin/clarifications/1/answer", red, {"answer": "a"}, 403, "organizer"),
+        ("POST", "/api/v1/admin/clarifications/999999/answer", None, {"answer": "a"}, 404, ""),
+        ("POST", "/api/v1/admin/announcements", red, {"text": "hi"}, 403, "organizer"),
+        ("POST", "/api/v1/admin/announcements", None, {"text": ""}, 400, "empty"),
+    ]
+    for method, path, token, body, status, words in cases:
+        reply = service.api(method, path, token, json=body)  # None: the organizer's token
+        assert reply.status_code == status, (path, body, reply.text)
+        assert words in reply.text, reply.text
+    bad = service.api("POST", "/api/v1/admin/clarifications/1/answer",
+                      json={"answer": "a", "audience": "some"})  # fmt: skip
+    assert bad.status_code == 422, bad.text
+    anon = service.api("GET", "/api/v1/clarifications", "not-a-token")
+    assert anon.status_code == 401
+
+
+def test_a_team_cannot_flood_the_jury(service: Service) -> None:
+    token = service.add_team("green", "gus")
+    codes = [
+        service.api("POST", "/api/v1/clarifications", token, json={"question": f"q{k}"}).status_code
+        for k in range(21)
+    ]
+    assert codes == [201] * 20 + [429], codes
+
+
+BODIES = st.dictionaries(
+    st.sampled_from(["question", "problem", "x"]),
+    st.one_of(st.text(max_size=30), st.integers(), st.none()),
+    max_size=3,
+)
+QUICK = settings(max_examples=25, deadline=None,
+                 suppress_health_check=[HealthCheck.function_scoped_fixture])  # fmt: skip
+
+
+@QUICK
+@given(body=BODIES)
+def test_any_question_body_gets_an_answer_not_a_crash(service: Service, body: dict) -> None:
+    blue = service.blue  # type: ignore[attr-defined]
+    reply = service.api("POST", "/api/v1/clarifications", blue, json=body)
+    assert reply.status_code in (201, 400, 404, 422, 429), reply.text
