@@ -19,6 +19,9 @@ MAX_TEXT = 4000  # characters of a question, an answer or an announcement
 OPEN_PER_TEAM = 20  # unanswered questions a team may have at once
 AUDIENCES = ("team", "all")
 CURRENT = 1  # the installation's one contest (issue 37: several to come)
+# An export's columns (api.exports); "team" is filled for organizers only.
+COLUMNS = ("id", "kind", "team", "problem", "text", "answer", "audience", "created_at",
+           "answered_at")  # fmt: skip
 
 
 def _text(value: str, what: str) -> str:
@@ -83,7 +86,9 @@ def announce(db: Session, jury: User, text: str, problem: str = "") -> dict[str,
     return message_dict(row, organizer=True)
 
 
-def visible(db: Session, user: User, kind: str | None = None) -> list[dict[str, Any]]:
+def visible(
+    db: Session, user: User, kind: str | None = None, limit: int = 500
+) -> list[dict[str, Any]]:
     """What `user` may read, newest first: everything for organizers; for a team, the
     announcements, the answers to all and its own questions."""
     query = select(Message).where(Message.contest_id == CURRENT)
@@ -92,7 +97,7 @@ def visible(db: Session, user: User, kind: str | None = None) -> list[dict[str, 
     if not user.is_admin:
         mine = Message.team_id == user.team_id if user.team_id is not None else false()
         query = query.where(or_(Message.audience == "all", mine))
-    rows = db.scalars(query.order_by(Message.id.desc()).limit(500)).all()
+    rows = db.scalars(query.order_by(Message.id.desc()).limit(limit)).all()
     return [message_dict(r, organizer=user.is_admin) for r in rows]
 
 

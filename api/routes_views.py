@@ -8,7 +8,7 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Query
 from fastapi.responses import Response
 
-from api import compare, exports, hidden, history, problems, submissions
+from api import compare, exports, hidden, history, messages, problems, submissions
 from api.deps import DB, Admin, Config, Contestant, Id, Viewer
 from api.errors import Forbidden
 from judge.starterkit import starter_kit
@@ -17,10 +17,12 @@ router = APIRouter(prefix="/api/v1", tags=["views"])
 Format = Annotated[Literal["csv", "json"], Query(description="csv or json")]
 Slug = Annotated[str | None, Query(max_length=64, description="one problem; default: all")]
 Score = Annotated[Literal["public_score", "hidden_score"], Query()]
+EXPORT_ROWS = 100_000  # clarifications an export holds at most (newest first)
 EXPORTS = {
     "standings": exports.STANDINGS,
     "results": exports.RESULTS,
     "audit": exports.AUDIT,
+    "clarifications": messages.COLUMNS,
 }
 
 
@@ -55,16 +57,28 @@ def export_mine(user: Contestant, db: DB, format: Format = "csv") -> Response:
     return _export(rows, exports.MINE, format, "my-results")
 
 
+@router.get("/exports/clarifications", response_class=Response)
+def export_clarifications(user: Contestant, db: DB, format: Format = "csv") -> Response:
+    """The announcements and the questions you may read (your team's, those answered
+    to all), as the API shows them to you."""
+    rows = messages.visible(db, user, limit=EXPORT_ROWS)
+    return _export(rows, messages.COLUMNS, format, "clarifications")
+
+
 @router.get("/admin/exports/{what}", response_class=Response)
 def export_admin(
-    what: Literal["standings", "results", "audit"],
+    what: Literal["standings", "results", "audit", "clarifications"],
     user: Admin,
     db: DB,
     format: Format = "csv",
     problem: Slug = None,
 ) -> Response:
     """standings (every board, as organizers see it), results (each judged submission's
-    per-case results) or audit (the audit log, oldest first)."""
+    per-case results), audit (the audit log, oldest first) or clarifications (every
+    question with its team, every answer and announcement)."""
+    if what == "clarifications":
+        rows = messages.visible(db, user, limit=EXPORT_ROWS)
+        return _export(rows, messages.COLUMNS, format, what)
     if what == "standings":
         rows = exports.standings(db, user, problem)
     elif what == "results":

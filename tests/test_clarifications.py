@@ -84,6 +84,12 @@ def test_private_and_public_answers_and_announcements(service: Service) -> None:
     assert SECRET in page and "yes, 16" in page and "case two was fixed" in page
     jury_page = texts(service, service.admin_token, "/clarifications")
     assert "asked by red" in jury_page and "asked by blue" in jury_page
+    # Exports: a team's holds what it may read; the jury's every question and its team.
+    mine = texts(service, blue, "/api/v1/exports/clarifications?format=csv")
+    assert SECRET not in mine and PUBLIC in mine and "case two was fixed" in mine
+    assert mine.splitlines()[0].startswith("id,kind,team,problem,text")
+    jury_csv = texts(service, service.admin_token, "/api/v1/admin/exports/clarifications")
+    assert SECRET in jury_csv and ",red," in jury_csv and ",blue," in jury_csv
     actions = [e["action"] for e in service.api("GET", "/api/v1/admin/audit").json()]
     for action in ("clarification_asked", "clarification_answered", "announcement"):
         assert action in actions
