@@ -31,7 +31,7 @@ import stat
 import tarfile
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
@@ -202,8 +202,8 @@ class BuildCache:
         if entry is None:
             return False
         try:
-            with tarfile.open(dest, "w") as tar:
-                tar.add(self.path(key), arcname=".")
+            with tarfile.open(dest, "w") as tar:  # the same entry packs to the same bytes
+                tar.add(self.path(key), arcname=".", filter=_plain_member)
         except OSError as exc:
             log.info("build cache: entry %s not packed (%s)", key[:16], exc)
             return False
@@ -223,17 +223,32 @@ class BuildCache:
         except OSError:
             return False
         try:
-            with tarfile.open(tar_path) as tar:
-                # nothing outside tmp, no devices, no setuid; a mode the filter changed
-                # fails the entry's digest below, like any damage
-                tar.extractall(tmp, filter="tar")
+            with tarfile.open(tar_path, "r:") as tar:  # uncompressed: no decompression bomb
+                tar.extractall(tmp, members=self._members(tar), filter="data")
             self.path(key).parent.mkdir(mode=0o700, parents=True, exist_ok=True)
             os.replace(tmp, self.path(key))
-        except (OSError, tarfile.TarError) as exc:
+        except (OSError, tarfile.TarError, NotCacheable) as exc:
             log.info("build cache: entry %s not unpacked (%s)", key[:16], exc)
         finally:
             _remove(tmp, tmp_root)
-        return self.get(key) is not None
+        if self.get(key) is None:
+            return False
+        self.evict()
+        return True
+
+    def _members(self, tar: tarfile.TarFile) -> Iterator[tarfile.TarInfo]:
+        """An entry's members only (its manifest and payload), at most half the cache's
+        bound in all; the "data" filter then keeps links and modes inside the folder (a
+        mode it changes fails the entry's digest, like any damage)."""
+        total = 0
+        for member in tar:
+            name = member.name.removeprefix("./")
+            if name not in (".", "", MANIFEST) and name.split("/")[0] != PAYLOAD:
+                raise NotCacheable(f"an entry holds no {member.name!r}")
+            total += member.size
+            if total > self.max_bytes // 2:
+                raise NotCacheable(f"more than {self.max_bytes // 2} bytes")
+            yield member
 
     def discard(self, key: str) -> None:
         _remove(self.path(key), self.folder / TMP)
@@ -272,6 +287,12 @@ def cache_from_env(owner: str = LOCAL) -> BuildCache | None:
         return None
     mb = int(os.environ.get("MEMORACE_BUILD_CACHE_MB", DEFAULT_MB))
     return BuildCache(Path(folder), mb << 20, owner=owner)
+
+
+def _plain_member(member: tarfile.TarInfo) -> tarfile.TarInfo:
+    """No time, owner or name of an owner in a pack: its bytes depend on the entry only."""
+    member.mtime, member.uid, member.gid, member.uname, member.gname = 0, 0, 0, "", ""
+    return member
 
 
 def _own_folder(folder: Path) -> bool:

@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterator
 from datetime import timedelta
 from pathlib import Path
 
-from sqlalchemy import delete, select, update
+from sqlalchemy import delete, func, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -66,6 +66,9 @@ class CaseClaims:
         self.url, self.judging_id, self.attempt = settings.database_url, judging_id, attempt
         self.worker, self.owner, self.on_built = worker, owner, on_built
         self.stale = timedelta(seconds=settings.heartbeat_timeout_s)
+        # A case running longer than this is taken over even while its helper beats (a
+        # helper stuck in a case); set once the problem's time limit is known.
+        self.deadline: timedelta | None = None
         self.taken: list[str] = []
 
     def __call__(self, specs: list[CaseSpec]) -> Iterator[CaseSpec]:
@@ -78,13 +81,13 @@ class CaseClaims:
             if name is not None:
                 self.taken.append(name)
                 yield by_name[name]
-            elif not self.owner or self._all_stored(len(order)):
+            elif not self.owner or self._all_done(len(order)):
                 return
             else:
                 time.sleep(POLL_S)
 
     def _next(self, names: list[str]) -> str | None:
-        for _ in range(CLAIM_TRIES):
+        for _ in range(CLAIM_TRIES + len(names)):  # each lost race: one more case taken
             try:
                 return self._claim(names)
             except IntegrityError:  # another process claimed that case first: look again
@@ -116,25 +119,60 @@ class CaseClaims:
                 return None
             for name in names:
                 run = runs[name]
-                if run.status == "running" and self._lost(run):
+                why = self._lost(run) if run.status == "running" else ""
+                if why and self._take_over(db, run):
                     j.reason = add_line(
                         j.reason,
-                        f"{now:%H:%M:%S} case {name}: worker {run.worker} stopped answering; "
+                        f"{now:%H:%M:%S} case {name}: worker {run.worker} {why}; "
                         f"taken over by {self.worker}",
                     )
-                    run.worker, run.heartbeat_at = self.worker, now
-                    run.takeovers += 1
                     return name
         return None
 
-    def _lost(self, run: CaseRun) -> bool:
-        beat = run.heartbeat_at
-        return beat is None or utcnow() - aware(beat) >= self.stale
+    def _lost(self, run: CaseRun) -> str:
+        """Why a running case is taken for lost ("" if it is not)."""
+        now, beat = utcnow(), run.heartbeat_at
+        if beat is None or now - aware(beat) >= self.stale:
+            return "stopped answering"
+        started = run.started_at
+        if self.deadline is not None and started and now - aware(started) >= self.deadline:
+            return "passed the case's deadline"
+        return ""
 
-    def _all_stored(self, total: int) -> bool:
+    def _take_over(self, db: Session, run: CaseRun) -> bool:
+        """One conditional write: a helper that gives the case back (release) or stores
+        it meanwhile leaves nothing to take."""
+        taken = db.execute(
+            update(CaseRun)
+            .where(CaseRun.id == run.id, CaseRun.worker == run.worker,
+                   CaseRun.status == "running")
+            .values(worker=self.worker, heartbeat_at=utcnow(), started_at=utcnow(),
+                    takeovers=CaseRun.takeovers + 1)
+        )  # fmt: skip
+        return taken.rowcount == 1
+
+    def _all_done(self, total: int) -> bool:
+        """Every case stored and done: a helper marks its case done only after the case's
+        pacing (worker.pacing), so the judging's end never comes before it."""
         with session_scope(self.url) as db:
             owned(db, self.judging_id, self.attempt)
-            return stored_count(db, self.judging_id) >= total
+            done = db.scalar(
+                select(func.count(CaseRun.id)).where(
+                    CaseRun.judging_id == self.judging_id, CaseRun.attempt == self.attempt,
+                    CaseRun.status == "done",
+                )
+            )  # fmt: skip
+            return (done or 0) >= total and stored_count(db, self.judging_id) >= total
+
+    def done(self, case: str) -> None:
+        """`case` is stored and its pacing over (or it was stored by another process)."""
+        with session_scope(self.url) as db:
+            db.execute(
+                update(CaseRun)
+                .where(CaseRun.judging_id == self.judging_id, CaseRun.attempt == self.attempt,
+                       CaseRun.case == case, CaseRun.worker == self.worker)
+                .values(status="done", heartbeat_at=utcnow())
+            )  # fmt: skip
 
     def release(self) -> None:
         """Give back the cases this process took but did not store (a helper's own
@@ -195,11 +233,12 @@ class BlobShare:
     owner packs its build cache entry into the blob store once and notes it on the
     judging; a helper whose host lacks the entry fetches and unpacks it."""
 
-    def __init__(self, settings: Settings, judging_id: int, reuse_only: bool):
+    def __init__(self, settings: Settings, judging_id: int, reuse_only: bool, helpers: int = 0):
         self.settings, self.judging_id, self.reuse_only = settings, judging_id, reuse_only
+        self.helpers = helpers  # the helpers its owner will ask for: none, nothing to share
 
     def publish(self, key: str, cache: BuildCache) -> None:
-        if self.settings.blob_store != "database":
+        if self.settings.blob_store != "database" or self.helpers == 0:
             return  # one host (a local store): its helpers share its build cache already
         with tempfile.TemporaryDirectory(prefix="memorace-build-") as tmp:
             packed = Path(tmp) / "build.tar"

@@ -39,7 +39,7 @@ from worker.cases import (
     has_unclaimed,
     helpers_wanted,
 )
-from worker.pacing import HiddenPace
+from worker.pacing import HiddenPace, budget_s
 from worker.results import Superseded, add_line, finish, store
 
 log = logging.getLogger("memorace.worker")
@@ -53,6 +53,9 @@ def beat_every(settings: Settings) -> float:
 
 
 MAX_ATTEMPTS = 3
+# A case that runs this long past its paced budget is taken from a helper that still
+# beats (stuck in a sandbox or a lock): verifying a huge plan and storing it fit.
+DEADLINE_MARGIN_S = 120.0
 
 
 class Busy(Exception):
@@ -85,7 +88,8 @@ def run_judging(settings: Settings, judging_id: int, worker: str, gpu_slot: int 
             log.warning("judging %s: helpers not asked for: %s", judging_id, exc)
 
     claims = CaseClaims(settings, judging_id, claimed.attempt, worker, True, ask_for_helpers)
-    share = BlobShare(settings, judging_id, reuse_only=False)
+    wanted = helpers_wanted(settings, len(claimed.weights))
+    share = BlobShare(settings, judging_id, reuse_only=False, helpers=wanted)
     try:
         report = _run(settings, judging_id, claimed, gpu_slot, worker, claims, share)
     except Superseded:
@@ -181,9 +185,12 @@ def _judge(
     pace = HiddenPace(problem.limits.time_limit_s, claimed.paced and settings.pace_hidden,
                       judging_id, hidden)  # fmt: skip
 
+    claims.deadline = timedelta(seconds=budget_s(problem.limits.time_limit_s) + DEADLINE_MARGIN_S)
+
     def on_result(result: CaseResult) -> None:
         store(url, judging_id, attempt, result, weights)
         pace.hold(result)  # stored first: organizers see it at once
+        claims.done(result.case)  # after the pacing: the judging's end waits for it
 
     try:
         return judge_planner(
@@ -207,7 +214,8 @@ def _judge(
     except (Superseded, BuildUnavailable):
         raise
     except Exception:  # a judge error: in a hidden case, told when its cases would end
-        pace.hold_failure()
+        if claims.owner:  # a helper gives its cases back at once (run_helper)
+            pace.hold_failure()
         raise
 
 

@@ -16,7 +16,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from api import news
-from api.db.models import CaseResultRow, CaseRun, Judging, utcnow
+from api.db.models import CaseResultRow, Judging, utcnow
 from api.db.session import session_scope
 from api.news import News
 from judge.scoring import CaseResult, problem_score, totals
@@ -34,17 +34,26 @@ def add_line(reason: str, line: str) -> str:
 
 
 def owned(db: Session, judging_id: int, attempt: int) -> Judging:
-    j = db.get(Judging, judging_id, with_for_update=True)
-    if j is None or j.attempt != attempt or j.status != "running":
+    """The judging, while `attempt` runs it; the check is a write (its heartbeat), so that
+    it holds until the transaction ends on SQLite too (no row locks there: a read-only
+    check could pass just before a new attempt commits and deletes this one's rows)."""
+    beat = db.execute(
+        update(Judging)
+        .where(Judging.id == judging_id, Judging.attempt == attempt, Judging.status == "running")
+        .values(heartbeat_at=utcnow())
+    )
+    if beat.rowcount != 1:  # type: ignore[attr-defined]
         raise Superseded
+    j = db.get(Judging, judging_id)
+    assert j is not None
     return j
 
 
 def store(
     url: str, judging_id: int, attempt: int, r: CaseResult, weights: dict[str, float]
 ) -> bool:
-    """Keep `r` for this attempt and mark its case run done; False when the case was
-    stored already (by a process that judged it too)."""
+    """Keep `r` for this attempt; False when the case was stored already (by a process
+    that judged it too). Its case run is marked done by its judge once paced."""
     try:
         with session_scope(url) as db:
             j = owned(db, judging_id, attempt)
@@ -52,13 +61,6 @@ def store(
                 return False
             db.add(_row(j.id, r, weights.get(r.case, r.weight)))
             db.flush()  # the unique key: on SQLite, a store of the same case at once fails here
-            db.execute(
-                update(CaseRun)
-                .where(CaseRun.judging_id == j.id, CaseRun.attempt == attempt,
-                       CaseRun.case == r.case)
-                .values(status="done", heartbeat_at=utcnow())
-            )  # fmt: skip
-            j.heartbeat_at = utcnow()
             done = stored_count(db, j.id)
             j.submission.status_detail = f"judging on {j.worker}: {done} of {len(weights)} cases"
             news.after_commit(db, News(j.submission_id, team=j.submission.team_id))
