@@ -38,7 +38,7 @@ from api.db.session import session_scope
 from api.settings import Settings
 from judge.buildcache import BuildCache
 from judge.package import CaseSpec
-from worker.results import add_line, owned, stored_count
+from worker.results import add_line, owned
 
 log = logging.getLogger("memorace.worker")
 POLL_S = 0.5  # how often an owner with nothing left to take looks at its helpers' cases
@@ -69,7 +69,6 @@ class CaseClaims:
         # A case running longer than this is taken over even while its helper beats (a
         # helper stuck in a case); set once the problem's time limit is known.
         self.deadline: timedelta | None = None
-        self.taken: list[str] = []
 
     def __call__(self, specs: list[CaseSpec]) -> Iterator[CaseSpec]:
         order = claim_order(specs)
@@ -79,7 +78,6 @@ class CaseClaims:
         while True:
             name = self._next([s.name for s in order])
             if name is not None:
-                self.taken.append(name)
                 yield by_name[name]
             elif not self.owner or self._all_done(len(order)):
                 return
@@ -152,8 +150,8 @@ class CaseClaims:
         return taken.rowcount == 1
 
     def _all_done(self, total: int) -> bool:
-        """Every case stored and done: a helper marks its case done only after the case's
-        pacing (worker.pacing), so the judging's end never comes before it."""
+        """Every case done: a case is marked done only once it is stored (or found stored)
+        and its pacing (worker.pacing) is over, so the judging's end never comes before."""
         with session_scope(self.url) as db:
             owned(db, self.judging_id, self.attempt)
             done = db.scalar(
@@ -162,7 +160,7 @@ class CaseClaims:
                     CaseRun.status == "done",
                 )
             )  # fmt: skip
-            return (done or 0) >= total and stored_count(db, self.judging_id) >= total
+            return (done or 0) >= total
 
     def done(self, case: str) -> None:
         """`case` is stored and its pacing over (or it was stored by another process)."""
@@ -282,10 +280,12 @@ def has_unclaimed(settings: Settings, judging_id: int, attempt: int, cases: int)
         j = db.get(Judging, judging_id)
         if j is None or j.status != "running" or j.attempt != attempt:
             return False
-        taken = db.scalars(
-            select(CaseRun.id).where(CaseRun.judging_id == judging_id, CaseRun.attempt == attempt)
-        ).all()
-        return len(taken) < cases
+        taken = db.scalar(
+            select(func.count(CaseRun.id)).where(
+                CaseRun.judging_id == judging_id, CaseRun.attempt == attempt
+            )
+        )
+        return (taken or 0) < cases
 
 
 def helpers_wanted(settings: Settings, cases: int) -> int:
