@@ -20,7 +20,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.middleware.sessions import SessionMiddleware
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from api import heap, logs, queue, readcache, workers
+from api import heap, logs, message_feed, queue, readcache, workers
 from api.bodylimit import BodyLimit
 from api.broadcast import Broadcaster
 from api.db.session import get_engine, migrate, requests_in_flight, session_scope
@@ -121,11 +121,14 @@ def _no_telemetry() -> dict[str, Any]:
 async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
     if app.state.broadcaster.hears_news:
         app.state.broadcaster.start()  # its news (Redis, the news table) clears api.readcache
+    message_feed.feed(app).start()  # reads from now: a page's stream starts where it was rendered
     warmed = heap.settle_now_and_after_warmup() if app.state.settings.heap_freeze else None
     yield
     if warmed is not None:
         warmed.cancel()
     await app.state.broadcaster.stop()
+    if (feed := getattr(app.state, "message_feed", None)) is not None:
+        await feed.stop()
 
 
 class HeadAsGet:

@@ -187,6 +187,7 @@ class Broadcaster:
         self.heard = 0  # news heard so far (first_view)
         self.table_read = 0  # the last news row read (the embedded backend's news)
         self.polls = 0
+        self.on_messages: Any = None  # api.message_feed's, told of news of the messages
 
     @property
     def hears_news(self) -> bool:
@@ -365,8 +366,7 @@ class Broadcaster:
                     async for message in pubsub.listen():
                         parsed = news.parse(message.get("data", b""))
                         if message.get("type") == "message" and parsed:
-                            readcache.hear(parsed)  # what it changed, or everything
-                            self.news(parsed.sub_id, parsed.queue)
+                            self._hear(parsed)
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
@@ -390,8 +390,7 @@ class Broadcaster:
                 after, items = await anyio.to_thread.run_sync(news.tail, self.url, after)
                 self.table_read = after
                 for item in items:
-                    readcache.hear(item)
-                    self.news(item.sub_id, item.queue)
+                    self._hear(item)
                 reads += 1
                 if reads % PRUNE_EVERY == 0:
                     await anyio.to_thread.run_sync(news.prune, self.url)
@@ -404,6 +403,13 @@ class Broadcaster:
                 after = None
             await asyncio.sleep(TABLE_READ_S)
 
+    def _hear(self, item: news.News) -> None:
+        readcache.hear(item)  # what it changed, or everything
+        if item.messages and self.on_messages is not None:
+            self.on_messages()
+        else:
+            self.news(item.sub_id, item.queue)
+
     def _heard(self, live: bool) -> None:
         """News comes (True) or stopped coming (False): what was kept may have missed
         some; the watched submissions are read again, the poll goes fast without it."""
@@ -414,6 +420,8 @@ class Broadcaster:
         if live:
             for channel in list(self.channels.values()):
                 self._refresh(channel)
+            if self.on_messages is not None:
+                self.on_messages()
         elif self.wake is not None:
             self.wake.set()
 

@@ -11,7 +11,7 @@ from typing import Any
 from sqlalchemy import false, func, or_, select
 from sqlalchemy.orm import Session
 
-from api import audit
+from api import audit, news
 from api.db.models import Message, Problem, User, utcnow
 from api.errors import Forbidden, NotFound, ServiceError, TooMany
 
@@ -56,6 +56,7 @@ def ask(db: Session, user: User, question: str, problem: str = "") -> dict[str, 
     db.add(row)
     db.flush()
     audit.record(db, user, "clarification_asked", f"message {row.id}", {"problem": problem})
+    _news(db)
     return message_dict(row, organizer=False)
 
 
@@ -72,6 +73,7 @@ def answer(db: Session, jury: User, message_id: int, text: str, audience: str) -
     row.answered_by, row.answered_at = jury.id, utcnow()
     audit.record(db, jury, "clarification_answered", f"message {row.id}",
                  {"audience": audience, "corrected": corrected})  # fmt: skip
+    _news(db)
     return message_dict(row, organizer=True)
 
 
@@ -83,7 +85,18 @@ def announce(db: Session, jury: User, text: str, problem: str = "") -> dict[str,
     db.add(row)
     db.flush()
     audit.record(db, jury, "announcement", f"message {row.id}", {"problem": problem})
+    _news(db)
     return message_dict(row, organizer=True)
+
+
+def _news(db: Session) -> None:
+    """Every API process's open pages hear of it once this commits (api.message_feed)."""
+    news.after_commit(db, news.News(0, messages=True, origin=news.ORIGIN))
+
+
+def may_read(organizer: bool, team_id: int | None, row_team: int | None, audience: str) -> bool:
+    """visible()'s rule for one message (the live feed's filter)."""
+    return organizer or audience == "all" or (team_id is not None and row_team == team_id)
 
 
 def visible(

@@ -33,6 +33,7 @@ QUEUE_FLAG = "q"  # a word of the message: a judging entered or left the queue
 BOARD_FLAG = "b"  # a judging ended: the boards may have changed
 TEAM_MARK = "t"  # "t<id>": the submission's team (what the API's read caches clear)
 AUTH_FLAG = "a"  # a user, team or token changed: the API processes' token caches go
+MESSAGES_FLAG = "m"  # a question, answer or announcement (api.message_feed); clears nothing
 ORIGIN_MARK = "o"  # "o<hex>": the API process that wrote it (it cleared its own at commit)
 ORIGIN = secrets.token_hex(6)  # this process's
 # Whether this process hears the news now (api.broadcast keeps it): while it does, the
@@ -49,6 +50,7 @@ class News(NamedTuple):
     board: bool = False
     auth: bool = False  # who may do what changed (a revocation, a user or team edited)
     origin: str = ""  # the API process that wrote it ("": a worker)
+    messages: bool = False  # the clarifications changed (api.message_feed)
 
 
 def uses_redis(broker_url: str) -> bool:
@@ -72,7 +74,7 @@ def parse(message: Any) -> News | None:
     origins = [w[1:] for w in words[1:] if w[:1] == ORIGIN_MARK and _hex(w[1:])]
     team, flags = (teams[0] if teams else None), words[1:]
     return News(sub_id, QUEUE_FLAG in flags, team, BOARD_FLAG in flags, AUTH_FLAG in flags,
-                origins[0] if origins else "")  # fmt: skip
+                origins[0] if origins else "", MESSAGES_FLAG in flags)  # fmt: skip
 
 
 def _hex(word: str) -> bool:
@@ -82,6 +84,7 @@ def _hex(word: str) -> bool:
 def message(item: News) -> str:
     words = [str(item.sub_id)]
     words += [QUEUE_FLAG] * item.queue + [BOARD_FLAG] * item.board + [AUTH_FLAG] * item.auth
+    words += [MESSAGES_FLAG] * item.messages
     words += [] if item.team is None else [f"{TEAM_MARK}{item.team}"]
     words += [f"{ORIGIN_MARK}{item.origin}"] if _hex(item.origin) else []
     return " ".join(words)

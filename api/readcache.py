@@ -162,8 +162,8 @@ def clear(*what: Hashable) -> None:
 def hear(item: news.News) -> None:
     """Clears what a piece of news changed (api.broadcast calls it for each); our own
     writes' news is no news here: their commit cleared it."""
-    if item.origin == news.ORIGIN:
-        return
+    if item.origin == news.ORIGIN or item.messages:
+        return  # a message's news changes no kept answer (messages are read uncached)
     if item.auth:
         tokencache.clear()
     clear(*_scopes(item))

@@ -11,7 +11,7 @@ from fastapi.responses import FileResponse, JSONResponse, PlainTextResponse, Res
 from pydantic import BaseModel, Field
 from sqlalchemy.orm import Session
 
-from api import events, hidden, messages, problems, readcache, submissions
+from api import events, hidden, message_feed, messages, problems, readcache, submissions
 from api.caller import Caller
 from api.deps import DB, Config, Contestant, ContestantReader, Id, Reader, Viewer
 from api.errors import ServiceError
@@ -203,6 +203,14 @@ def list_clarifications(user: Contestant, db: DB) -> list[dict[str, Any]]:
 @router.get("/announcements")
 def list_announcements(user: Contestant, db: DB) -> list[dict[str, Any]]:
     return messages.visible(db, user, "announcement")
+
+
+@router.get("/contest/events")
+async def contest_events(user: ContestantReader, settings: Config, request: Request) -> Response:
+    """Live: a `message` event for each question, answer or announcement you may read,
+    as it is committed (the data as GET /clarifications shows it); 429 with Retry-After
+    past the stream caps."""
+    return await message_feed.open_stream(request, settings, user)
 
 
 def _no_nul(text: str) -> str:

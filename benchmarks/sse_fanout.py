@@ -79,19 +79,31 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    env = {}
+    if args.pool:  # a PostgreSQL shared with other work has few connections
+        env = {"MEMORACE_DB_POOL_SIZE": str(args.pool), "MEMORACE_DB_MAX_OVERFLOW": str(args.pool)}
+    result = on_a_service(args, "sse", env, lambda service, db_url: measure(service, db_url, args))
+    print(report(result, args))
+    if args.json:
+        Path(args.json).write_text(json.dumps(result, indent=1))
+    return 0 if result["pass"] else 1
+
+
+def on_a_service(
+    args: argparse.Namespace, name: str, env: dict[str, str], run: Any
+) -> dict[str, Any]:
+    """run(service, database url) on a fresh service of args.backend with args.processes
+    API processes, its folder removed after (kept with args.keep)."""
     # Stopped (timeout, Ctrl-C from a parent): the service, its database and Redis go too.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     print(raise_fd_limit(args.streams * 2 + 1024), flush=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f"memorace-sse-{args.backend}-"))
+    tmp = Path(tempfile.mkdtemp(prefix=f"memorace-{name}-{args.backend}-"))
     try:
         with backend_urls(args.backend) as (db_url, broker_url):
-            env = {"MEMORACE_API_PROCESSES": str(args.processes)}
-            if args.pool:  # a PostgreSQL shared with other work has few connections
-                env |= {"MEMORACE_DB_POOL_SIZE": str(args.pool),
-                        "MEMORACE_DB_MAX_OVERFLOW": str(args.pool)}  # fmt: skip
+            env = {"MEMORACE_API_PROCESSES": str(args.processes), **env}
             service = start_service(tmp, [small_package(tmp)], db_url, broker_url, "local", env)
             try:
-                result = measure(service, db_url or f"sqlite:///{service.data_dir}/db.sqlite", args)
+                return run(service, db_url or f"sqlite:///{service.data_dir}/db.sqlite")
             finally:
                 service.stop()
     finally:
@@ -99,10 +111,6 @@ def main(argv: list[str] | None = None) -> int:
             print(f"logs kept in {tmp}")
         else:
             shutil.rmtree(tmp, ignore_errors=True)
-    print(report(result, args))
-    if args.json:
-        Path(args.json).write_text(json.dumps(result, indent=1))
-    return 0 if result["pass"] else 1
 
 
 def raise_fd_limit(want: int) -> str:

@@ -32,6 +32,7 @@ class Stream:
     duplicates: int = 0
     statuses: int = 0
     ended: bool = False
+    path: str = ""  # another stream than the submission's (its `message` events noted)
 
 
 async def follow(base_url: str, stream: Stream, opening: asyncio.Semaphore) -> None:
@@ -66,7 +67,7 @@ async def _open(
     reader, writer = await asyncio.open_connection(url.hostname, url.port)
     if not stream.reads:  # a small window, so that the server's buffers fill soonest
         writer.get_extra_info("socket").setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-    path = f"/api/v1/submissions/{stream.sub_id}/events"
+    path = stream.path or f"/api/v1/submissions/{stream.sub_id}/events"
     writer.write(
         f"GET {path} HTTP/1.1\r\nHost: {url.netloc}\r\nAuthorization: Bearer {stream.token}\r\n"
         "Accept: text/event-stream\r\n\r\n".encode()
@@ -116,7 +117,11 @@ async def _events(
 
 
 def _note(stream: Stream, name: str, data: str, arrived: float) -> None:
-    if name == "status":
+    if name == "message":  # api.message_feed's: noted as "m<id>"
+        key = f"m{json.loads(data)['id']}"
+        stream.duplicates += key in stream.cases
+        stream.cases.setdefault(key, arrived)
+    elif name == "status":
         stream.statuses += 1
     elif name == "case":
         try:

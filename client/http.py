@@ -112,6 +112,29 @@ class Client:
     def announce(self, text: str, problem: str = "") -> dict[str, Any]:
         return self._json("POST", "/admin/announcements", json={"text": text, "problem": problem})
 
+    def live_messages(self) -> Iterator[dict[str, Any]]:
+        """Questions, answers and announcements as they come (GET /contest/events),
+        for as long as the caller reads; a dropped stream is resumed with Last-Event-ID
+        after a pause (the same API process replays what it missed)."""
+        last_id: str | None = None
+        drops = 0
+        while True:
+            if drops:
+                time.sleep(min(self.poll_interval * 2 ** min(drops - 1, 5), 10.0))
+            try:
+                with contextlib.closing(self._events("/contest/events", last_id)) as stream:
+                    for event_id, event, data in stream:
+                        last_id, drops = event_id or last_id, 0
+                        if event == "message":
+                            yield data
+            except _Refused:
+                raise ClientError(
+                    "the server holds the most live streams it allows for you: close a page "
+                    "or a client following a submission, or list with `clarifications`"
+                ) from None
+            except _Dropped:
+                drops += 1
+
     def follow(self, sub_id: int) -> Iterator[tuple[str, dict[str, Any]]]:
         """(event, data) pairs: "status", "case", then "end" with the final Submission.
 
@@ -129,7 +152,8 @@ class Client:
                 time.sleep(min(self.poll_interval * 2 ** (drops - 1), 10.0))
             try:
                 # closing(): leaving after `end` (or the caller stopping) hangs up at once.
-                with contextlib.closing(self._stream(sub_id, last_id)) as stream:
+                path = f"/submissions/{sub_id}/events"
+                with contextlib.closing(self._events(path, last_id)) as stream:
                     for event_id, event, data in stream:
                         last_id = event_id or last_id
                         if event == "case":
@@ -148,17 +172,15 @@ class Client:
 
     # --- internals ---
 
-    def _stream(
-        self, sub_id: int, last_id: str | None
+    def _events(
+        self, path: str, last_id: str | None
     ) -> Iterator[tuple[str | None, str, dict[str, Any]]]:
         timeout = httpx.Timeout(STREAM_READ_TIMEOUT_S, connect=10.0)
         headers = {"Accept": "text/event-stream"}
         if last_id:
             headers["Last-Event-ID"] = last_id
         try:
-            with self._http.stream(
-                "GET", f"/submissions/{sub_id}/events", headers=headers, timeout=timeout
-            ) as resp:
+            with self._http.stream("GET", path, headers=headers, timeout=timeout) as resp:
                 if resp.status_code == 429:  # the server's cap on open streams
                     raise _Refused
                 if resp.status_code >= 500:  # e.g. a proxy restarting: try again

@@ -52,6 +52,33 @@ def announcements(as_json: Annotated[bool, JSON] = False) -> None:
 
 
 @app.command(rich_help_panel=SERVER)
+def messages(
+    count: Annotated[int, typer.Option(min=0, help="stop after this many (0: never)")] = 0,
+    as_json: Annotated[bool, JSON] = False,
+) -> None:
+    """Follow questions, answers and announcements live, as the jury makes them (one line
+    each; a JSON object per line with --json) until Ctrl-C or --count."""
+    with connect() as client, server_errors():
+        for n, m in enumerate(client.live_messages(), 1):
+            if as_json:
+                print(json.dumps(m), flush=True)
+            else:
+                out.print(_line(m), markup=False, soft_wrap=True)
+            if n == count:
+                return
+
+
+def _line(m: dict[str, Any]) -> str:
+    about = f" ({m['problem']})" if m.get("problem") else ""
+    if m.get("kind") == "announcement":
+        return f"announcement #{m.get('id')}{about}: {m.get('text')}"
+    who = f" from {m['team']}" if m.get("team") else ""
+    if not m.get("answer"):
+        return f"question #{m.get('id')}{who}{about}: {m.get('text')}"
+    return f"answer to #{m.get('id')}{about}, to {m.get('audience')}: {m.get('answer')}"
+
+
+@app.command(rich_help_panel=SERVER)
 def answer(
     message_id: Annotated[int, typer.Argument(help="the question's number")],
     text: Annotated[str, typer.Argument(help="the answer")],

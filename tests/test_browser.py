@@ -240,3 +240,30 @@ def test_an_online_allocator_shows_its_time_per_request(
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / "browser-online.png"), full_page=True)
     assert problems == [], problems
+
+
+def test_questions_answers_and_announcements_arrive_live(stack: Service, page) -> None:
+    """A question asked through the Clarifications page; the jury's private answer and
+    an announcement show on the open page as they are made, with no reload."""
+    from playwright.sync_api import expect
+
+    problems = watch(page)
+    log_in(page)
+    page.get_by_role("link", name="Clarifications").click()
+    page.get_by_label("Your question").fill("may the planner print to stderr?")
+    page.get_by_role("button", name="Ask the jury").click()
+    expect(page.locator("article.message")).to_contain_text("may the planner print to stderr?")
+    qid = stack.api("GET", "/api/v1/admin/clarifications").json()[0]["id"]
+    page.goto("/problems")  # any page listens
+    private = {"answer": "yes, stderr goes to the log", "audience": "team"}
+    reply = stack.api("POST", f"/api/v1/admin/clarifications/{qid}/answer", json=private)
+    assert reply.status_code == 200, reply.text
+    notices = page.locator("#notices .notice")
+    expect(notices.first).to_contain_text("yes, stderr goes to the log", timeout=10_000)
+    stack.api("POST", "/api/v1/admin/announcements", json={"text": "the freeze starts at 17:00"})
+    expect(notices.first).to_contain_text("Announcement: the freeze starts at 17:00")
+    expect(notices).to_have_count(2)
+    notices.first.get_by_role("link").click()
+    expect(page).to_have_url(re.compile(r"/clarifications#m\d+$"))
+    expect(page.locator("section").first).to_contain_text("the freeze starts at 17:00")
+    assert problems == [], problems

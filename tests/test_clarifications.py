@@ -5,13 +5,22 @@ every team. Bad input gets a clear refusal; everything lands in the audit log.""
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import subprocess
+import threading
+import time
 
+import httpx
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.service import Service, start_service
+from api import news
+from api.message_feed import MessageFeed
+from api.settings import Settings
+from tests.service import VENV_BIN, Service, start_service
 from tests.test_package import make_package
 from tests.test_service_e2e import backends
 
@@ -143,3 +152,125 @@ def test_any_question_body_gets_an_answer_not_a_crash(service: Service, body: di
     blue = service.blue  # type: ignore[attr-defined]
     reply = service.api("POST", "/api/v1/clarifications", blue, json=body)
     assert reply.status_code in (201, 400, 404, 422, 429), reply.text
+
+
+class Live:
+    """One open GET /api/v1/contest/events, read on a thread: its events as they come."""
+
+    def __init__(self, service: Service, token: str, last_id: str = ""):
+        self.events: list[tuple[str, str, str]] = []  # (id, event, data)
+        self.ready = threading.Event()
+        headers = {"Authorization": f"Bearer {token}"} | (
+            {"Last-Event-ID": last_id} if last_id else {}
+        )
+        self.client = httpx.Client(timeout=httpx.Timeout(30, read=60))
+        self.thread = threading.Thread(target=self._read, args=(service.url, headers), daemon=True)
+        self.thread.start()
+        assert self.ready.wait(20), "the stream did not open"
+
+    def _read(self, url: str, headers: dict) -> None:
+        with (
+            contextlib.suppress(httpx.HTTPError),
+            self.client.stream("GET", f"{url}/api/v1/contest/events", headers=headers) as reply,
+        ):
+            assert reply.status_code == 200
+            frame: dict[str, str] = {}
+            for line in reply.iter_lines():
+                if line:
+                    key, _, value = line.partition(": ")
+                    frame[key] = value
+                    continue
+                if "event" in frame:
+                    self.events.append((frame.get("id", ""), frame["event"], frame.get("data", "")))
+                    self.ready.set()
+                frame = {}
+
+    def messages(self) -> list[dict]:
+        return [json.loads(d) for _, e, d in self.events if e == "message"]
+
+    def wait_for(self, check, timeout: float = 20.0) -> list[dict]:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if check(self.messages()):
+                return self.messages()
+            time.sleep(0.05)
+        raise AssertionError(f"not heard in {timeout} s: {self.messages()}")
+
+    def close(self) -> None:
+        self.client.close()
+
+
+def test_questions_answers_and_announcements_arrive_live(service: Service) -> None:
+    """Each open stream hears what its reader may read, at once; another team's private
+    question and answer never reach it; a reconnect with Last-Event-ID gets what it
+    missed."""
+    red, blue = service.add_team("teal", "tim"), service.add_team("pink", "pia")
+    streams = {who: Live(service, token) for who, token in
+               (("red", red), ("blue", blue), ("jury", service.admin_token))}  # fmt: skip
+    try:
+        secret = "live: may our planner keep state between cases?"
+        asked = service.api("POST", "/api/v1/clarifications", red, json={"question": secret})
+        assert asked.status_code == 201, asked.text
+        qid = asked.json()["id"]
+        jury = streams["jury"].wait_for(lambda ms: any(m["id"] == qid for m in ms))
+        assert [m["team"] for m in jury if m["id"] == qid] == ["teal"]
+        streams["red"].wait_for(lambda ms: any(m["id"] == qid for m in ms))
+        private = {"answer": "live: no, each case is a new process", "audience": "team"}
+        service.api("POST", f"/api/v1/admin/clarifications/{qid}/answer", json=private)
+        streams["red"].wait_for(lambda ms: any(m["answer"] for m in ms if m["id"] == qid))
+        service.api("POST", "/api/v1/admin/announcements", json={"text": "live: all is well"})
+        for stream in streams.values():
+            stream.wait_for(lambda ms: any(m["text"] == "live: all is well" for m in ms))
+        blue_heard = json.dumps(streams["blue"].events)
+        assert secret not in blue_heard and "each case is a new process" not in blue_heard
+        assert "teal" not in json.dumps(streams["red"].events)  # no team names for teams
+        # Blue reconnects after its last event: the next announcement only, no repeats.
+        last_id = streams["blue"].events[-1][0]
+        streams["blue"].close()
+        service.api("POST", "/api/v1/admin/announcements", json={"text": "live: while away"})
+        streams["jury"].wait_for(lambda ms: any(m["text"] == "live: while away" for m in ms))
+        again = streams["blue2"] = Live(service, blue, last_id)
+        # Another API process's feed cannot replay: there the stream starts from now.
+        if again.events[0][0].split(":")[0] == last_id.split(":")[0]:
+            heard = again.wait_for(lambda ms: any(m["text"] == "live: while away" for m in ms))
+            assert [m["text"] for m in heard] == ["live: while away"]
+    finally:
+        for stream in streams.values():
+            stream.close()
+
+
+@given(st.text(max_size=60))
+def test_a_messages_last_event_id_of_any_text_is_read_or_ignored(header: str) -> None:
+    feed = MessageFeed(Settings())
+    found = feed.resume_from(header)
+    assert found is None or 0 <= found < 10**18
+    assert feed.resume_from(f"{feed.name}:\u00b2") is None and feed.resume_from("x:1") is None
+    assert feed.resume_from(f"{feed.name}:12") == 12
+
+
+@given(st.integers(0, 2**31), st.booleans())
+def test_news_of_the_messages_goes_round(sub_id: int, messages: bool) -> None:
+    item = news.News(sub_id, messages=messages)
+    assert news.parse(news.message(item)) == item
+
+
+def test_the_cli_follows_the_messages_live(service: Service) -> None:
+    """`memorace messages --count 1 --json` prints the next announcement and exits; its
+    stream opens some time after it starts, so the jury announces until it hears one."""
+    token = service.blue  # type: ignore[attr-defined]
+    env = {**os.environ, "MEMORACE_URL": service.url, "MEMORACE_TOKEN": token}
+    command = [str(VENV_BIN / "memorace"), "messages", "--count", "1", "--json"]
+    pipe = subprocess.PIPE
+    cli = subprocess.Popen(command, env=env, stdout=pipe, stderr=pipe, text=True)
+    try:
+        for n in range(40):
+            service.api("POST", "/api/v1/admin/announcements", json={"text": f"cli follow {n}"})
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                cli.wait(0.5)
+                break
+        out, err = cli.communicate(timeout=10)
+    finally:
+        cli.kill()
+    assert cli.returncode == 0, err
+    heard = json.loads(out)
+    assert heard["kind"] == "announcement" and heard["text"].startswith("cli follow ")

@@ -265,7 +265,7 @@ def test_judged_page_hides_hidden_case_details(service: Service) -> None:
     sub_id = submitted_id(submit(alice))
     service.judge_all()
     page = alice.get(f"/submissions/{sub_id}").text
-    assert "done" in page and "EventSource" not in page  # judged: no live updates
+    assert "done" in page and 'getElementById("live")' not in page  # judged: no live script
     assert "INVALID_PLAN" in page and "OK" in page  # both verdicts show
     assert "overlap" not in page  # the hidden case's message does not
     hidden_row = re.search(r"<tr>\s*<td>two</td>.*?</tr>", page, re.S).group(0)
