@@ -4,7 +4,8 @@ A million-row table must read in a fraction of a second, so no Python object is 
 cell: the separators are found in one pass over the bytes, each integer cell is read
 eight digits at a time (the digits of a cell as one 64-bit word, combined by three
 multiplications: the SWAR method of simdjson and fast_float), and the ids come out as one
-string, split once. Anything not plainly well formed (a cell with more than 18 digits, an
+row of bytes each (an Ids, decoded into strings only when something asks for them).
+Anything not plainly well formed (a cell with more than 18 digits, an
 empty line, a stray character) gives None: csvtable then reads the table row by row and
 names the first fault, so the messages do not depend on this module.
 """
@@ -12,6 +13,8 @@ names the first fault, so the messages do not depend on this module.
 from __future__ import annotations
 
 import ctypes
+import operator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from functools import cache
 
@@ -19,9 +22,9 @@ import numpy as np
 
 COMMA, NEWLINE, MINUS = 0x2C, 0x0A, 0x2D
 _ZEROS = np.uint64(0x3030303030303030)  # eight '0' characters
-_HIGH = np.uint64(0xF0F0F0F0F0F0F0F0)
-_SIX = np.uint64(0x0606060606060606)
-_THREES = np.uint64(0x3333333333333333)
+# Added to a byte under 0x80, 0x46 sets its high bit exactly when the byte is over '9'.
+_OVER_NINE = np.uint64(0x4646464646464646)
+_HIGH_BITS = 0x8080808080808080
 # Bytes an id may not start or end with for the quick check: ASCII whitespace as
 # str.strip() sees it, and every non-ASCII byte (a multi-byte character may be a space).
 _EDGE = np.zeros(256, bool)
@@ -31,6 +34,8 @@ _EDGE[128:] = True
 # and '0' characters for the bytes below them (read as leading zeros).
 _KEEP = np.array([0] + [2**64 - 2 ** (8 * (8 - c)) for c in range(1, 9)], np.uint64)
 _FILL = _ZEROS & ~_KEEP
+# For c bytes of an id in a word (0 to 8): the bytes to keep, the low c.
+_LOW = np.array([2 ** (8 * c) - 1 for c in range(9)], np.uint64)
 # Odd 64-bit constants, one per word of an id: a key is the sum of word x constant, so
 # words of zeros past the end of an id add nothing, however many a block reads.
 _MIX = np.array([0x9E3779B97F4A7C15 + 2 * k for k in range(8)], np.uint64)
@@ -38,9 +43,119 @@ _KEY_BYTES = 8 * len(_MIX)  # longer ids get no keys (the caller's exact check t
 _BLOCK = 1 << 20  # bytes per block: small arrays stay in cache and their memory is reused
 
 
+class Ids(Sequence[str]):
+    """A table's ids, read-only and list-like, held as the scan found them: one row of
+    bytes per id (zeros past its end) and its length in bytes, or all of them joined by
+    "," (ids hold no comma). An id becomes a string only when it is asked for: a million
+    Python strings cost more than the rest of reading their table.
+
+    Equal to another Ids or to a list of the same strings in the same order."""
+
+    def __init__(
+        self,
+        text: str | None = None,
+        rows: np.ndarray | None = None,
+        length: np.ndarray | None = None,
+        ids: list[str] | None = None,
+    ):
+        self._text = text  # the ids joined by ","
+        self._rows, self._length = rows, length  # (n, w) uint8, (n,) int64
+        self._list = ids
+        if ids is not None:
+            self._n = len(ids)
+        elif length is not None:
+            self._n = len(length)
+        else:
+            self._n = text.count(",") + 1 if text else 0
+
+    @classmethod
+    def of(cls, ids: Sequence[str]) -> Ids:
+        return ids if isinstance(ids, Ids) else cls(ids=list(ids))
+
+    def __len__(self) -> int:
+        return self._n
+
+    def __getitem__(self, i):  # type: ignore[override]  # int -> str, slice -> list
+        if isinstance(i, slice):
+            if self._list is None and self._rows is not None:
+                return [self[k] for k in range(*i.indices(self._n))]
+            return self.tolist()[i]
+        i = operator.index(i)
+        if i < 0:
+            i += self._n
+        if not 0 <= i < self._n:
+            raise IndexError("id index out of range")
+        if self._list is None and self._rows is not None:
+            return self._rows[i, : self._length[i]].tobytes().decode()
+        return self.tolist()[i]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.tolist())
+
+    def __contains__(self, value: object) -> bool:
+        return value in self.tolist()
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Ids):
+            if self._n != other._n:
+                return False
+            if self._rows is not None and other._rows is not None:
+                return (
+                    self._rows.shape == other._rows.shape
+                    and np.array_equal(self._length, other._length)
+                    and np.array_equal(self._rows, other._rows)
+                )
+            return self.text() == other.text()
+        if isinstance(other, (list, tuple)):
+            return self._n == len(other) and self.tolist() == list(other)
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]  # mutable-looking, like a list
+
+    def __repr__(self) -> str:
+        return f"Ids({self.tolist()!r})"
+
+    def tolist(self) -> list[str]:
+        if self._list is None:
+            text = self.text()
+            self._list = text.split(",") if text else []
+        return self._list
+
+    def text(self) -> str:
+        """The ids joined by ","."""
+        if self._text is None:
+            if self._rows is not None:
+                self._text = _rows_text(self._rows, self._length)
+            else:
+                self._text = ",".join(self._list or [])
+        return self._text
+
+    def chars(self) -> int:
+        """How many characters the ids have, all together."""
+        if self._rows is not None:
+            # every byte of a UTF-8 character but its continuation bytes (0b10xxxxxx)
+            continued = np.count_nonzero((self._rows & 0xC0) == 0x80) if self._rows.size else 0
+            return int(self._length.sum()) - int(continued)
+        if self._list is not None:
+            return sum(map(len, self._list))
+        return len(self.text()) - max(self._n - 1, 0)
+
+
+def _rows_text(rows: np.ndarray, length: np.ndarray) -> str:
+    """Ids held as rows of bytes, joined by ","."""
+    n, width = rows.shape
+    if not n:
+        return ""
+    framed = np.zeros((n, width + 1), np.uint8)
+    framed[:, :width] = rows
+    framed[np.arange(n), length] = COMMA
+    chosen = framed[np.arange(width + 1) <= length[:, None]]
+    return chosen.tobytes()[:-1].decode()
+
+
 @dataclass(frozen=True, eq=False)
 class Scan:
-    id_text: str  # the ids joined by ","
+    ids: Ids
     values: np.ndarray  # (columns, rows) int64
     plainly_distinct: bool  # the ids are certainly distinct, none with spaces around it
 
@@ -53,11 +168,12 @@ def scan(data: bytes, begin: int, end: int, width: int, keys: bool = False) -> S
     if end - begin < 8:
         return None
     _keep_freed_memory()
-    rows = data.count(b"\n", begin, end) + 1
-    block = _Block(np.frombuffer(data, np.uint8), width, keys)
+    array = np.frombuffer(data, np.uint8)
+    rows = 1 + _count(array, NEWLINE, begin, end)
+    block = _Block(array, width, keys)
     values = np.empty((width, rows), np.int64)
     key = np.empty(rows if keys else 0, np.uint64)
-    texts: list[str] = []
+    parts: list[tuple[np.ndarray, np.ndarray] | str] = []
     row, at = 0, begin
     while at <= end:  # blocks of whole lines
         stop = data.find(b"\n", min(at + _BLOCK, end), end)
@@ -65,13 +181,41 @@ def scan(data: bytes, begin: int, end: int, width: int, keys: bool = False) -> S
         done = block.scan(at, stop, values[:, row:], key[row:])
         if done is None:
             return None
-        texts.append(done[1])
+        parts.append(done[1])
         row, at = row + done[0], stop + 1
     if row != rows:
         return None
     key.sort()
     distinct = keys and block.keyed and not (key[1:] == key[:-1]).any()
-    return Scan(",".join(texts), values, distinct)
+    return Scan(_ids(parts, rows), values, distinct)
+
+
+def _ids(parts: list[tuple[np.ndarray, np.ndarray] | str], n: int) -> Ids:
+    """The ids of every block (rows of bytes and lengths, or text) as one Ids: rows when
+    every block has them and padding them to one width costs no more than 4 bytes per
+    byte of id (and comma), text otherwise."""
+    blocks = [p for p in parts if not isinstance(p, str)]
+    if len(blocks) == len(parts):
+        width = max(r.shape[1] for r, _ in blocks)
+        total = sum(int(length.sum()) for _, length in blocks) + n
+        if n * width <= 4 * total:
+            if len(blocks) == 1 and blocks[0][0].shape[1] == width:
+                return Ids(rows=blocks[0][0], length=blocks[0][1])
+            rows = np.zeros((n, width), np.uint8)
+            at = 0
+            for r, _ in blocks:
+                rows[at : at + len(r), : r.shape[1]] = r
+                at += len(r)
+            return Ids(rows=rows, length=np.concatenate([length for _, length in blocks]))
+    text = [p if isinstance(p, str) else _rows_text(*p) for p in parts]
+    return Ids(",".join(text))
+
+
+def _count(data: np.ndarray, byte: int, begin: int, end: int) -> int:
+    """How many times `byte` is in data[begin:end]: numpy, a block at a time, is several
+    times faster than bytes.count."""
+    blocks = range(begin, end, _BLOCK)
+    return sum(int(np.count_nonzero(data[at : min(at + _BLOCK, end)] == byte)) for at in blocks)
 
 
 @cache
@@ -101,9 +245,10 @@ class _Block:
 
     def scan(
         self, at: int, stop: int, values: np.ndarray, key: np.ndarray
-    ) -> tuple[int, str] | None:
+    ) -> tuple[int, tuple[np.ndarray, np.ndarray] | str] | None:
         """The lines in data[at:stop] into `values` (and `key`): how many, and their ids
-        joined by ","; None when they are not plainly well formed."""
+        (rows of bytes and lengths, or joined by ","); None when they are not plainly well
+        formed."""
         data, width = self.data, self.width
         cuts = _separators(data[at:stop]) + at
         rows, extra = divmod(len(cuts) + 1, width + 1)
@@ -122,33 +267,54 @@ class _Block:
         comma = grid[:, 0]
         if (comma <= line).any():  # an empty id
             return None
-        start = np.ascontiguousarray((grid[:, :width] + 1).T).ravel()  # column by column
-        value = _integers(data, self.words, start, np.ascontiguousarray(grid[:, 1:].T).ravel())
-        if value is None:
+        by_column = np.ascontiguousarray(grid.T)  # each cell's end: the separator after it
+        start, cell_end = (by_column[:width] + 1).ravel(), by_column[1:].ravel()
+        if not _integers(data, self.words, start, cell_end, values[:, :rows]):
             return None
-        values[:, :rows] = value.reshape(width, rows)
+        ids = _id_rows(data, line, comma)
         if self.keyed:
-            self._keys(line, comma, key[:rows])
-        return rows, _joined(data, line, comma)
+            self._keys(line, comma, ids, key[:rows])
+        return rows, ids if ids is not None else _joined(data, line, comma)
 
-    def _keys(self, start: np.ndarray, stop: np.ndarray, key: np.ndarray) -> None:
+    def _keys(
+        self,
+        start: np.ndarray,
+        stop: np.ndarray,
+        ids: tuple[np.ndarray, np.ndarray] | None,
+        key: np.ndarray,
+    ) -> None:
         """A 64-bit key per id, equal for equal ids, into `key`."""
         data = self.data
         if _EDGE[data[start]].any() or _EDGE[data[stop - 1]].any():
             self.keyed = False  # a space, or a non-ASCII character, at an edge
             return
-        length = stop - start
-        width = -(-int(length.max()) // 8) * 8
-        if width > _KEY_BYTES:
+        if -(-int((stop - start).max()) // 8) * 8 > _KEY_BYTES:
             self.keyed = False
             return
-        words = _rows(data, start, width).view("<u8")  # (ids, width / 8)
-        key[:] = 0
-        for k in range(width // 8):
-            part = words[:, k]
-            part &= ~_KEEP[8 - np.clip(length - 8 * k, 0, 8)]  # bytes past the id read as 0
-            part *= _MIX[k]
-            key += part
+        found = ids if ids is not None else _id_rows(data, start, stop, bounded=False)
+        assert found is not None  # unbounded: always rows
+        words = found[0].view("<u8")  # (ids, width / 8)
+        np.multiply(words[:, 0], _MIX[0], out=key)
+        for k in range(1, words.shape[1]):
+            key += words[:, k] * _MIX[k]
+
+
+def _id_rows(
+    data: np.ndarray, start: np.ndarray, stop: np.ndarray, bounded: bool = True
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """The ids data[start:stop] as rows of bytes (zeros past each id's end, rows a
+    multiple of 8 bytes wide) and their lengths. None, when `bounded`, if the ids'
+    lengths differ so much that the rows would take over 4 bytes per byte of id (and
+    comma)."""
+    length = stop - start
+    width = -(-int(length.max()) // 8) * 8
+    if bounded and len(length) * width > 4 * (int(length.sum()) + len(length)):
+        return None
+    rows = _rows(data, start, width)
+    words = rows.view("<u8")
+    for k in range(width // 8):
+        words[:, k] &= _LOW[np.clip(length - 8 * k, 0, 8)]  # bytes past the id: 0
+    return rows, length
 
 
 def _joined(data: np.ndarray, start: np.ndarray, stop: np.ndarray) -> str:
@@ -173,37 +339,49 @@ def _separators(data: np.ndarray) -> np.ndarray:
 
 
 def _integers(
-    data: np.ndarray, words: np.ndarray, start: np.ndarray, stop: np.ndarray
-) -> np.ndarray | None:
-    """The cells data[start:stop] as int64 when each is -?[0-9]{1,18}; None otherwise."""
+    data: np.ndarray, words: np.ndarray, start: np.ndarray, stop: np.ndarray, out: np.ndarray
+) -> bool:
+    """The cells data[start:stop] as int64 into `out` (their order reshaped to its shape)
+    when each is -?[0-9]{1,18}; False otherwise."""
     length = stop - start
     if length.min() < 1:
-        return None
+        return False
     minus = data[start] == MINUS
     digits = length - minus
     if digits.min() < 1 or digits.max() > 18:
-        return None
-    value = _eight(words, stop, np.minimum(digits, 8))
+        return False
+    value = _eight(words, stop, np.minimum(digits, 8), out.view(np.uint64))
+    if value is None:
+        return False
     for k in (1, 2):  # digits 9 to 16 and 17 to 18, for the cells that have them
-        more = np.flatnonzero(digits > 8 * k)
-        if value is None or not more.size:
+        longer = digits > 8 * k
+        count = int(np.count_nonzero(longer))
+        if not count:
             break
+        if count == len(digits):  # every cell (offsets of 9 digits and more, say)
+            high = _eight(words, stop - 8 * k, np.minimum(digits - 8 * k, 8))
+            if high is None:
+                return False
+            high *= np.uint64(10 ** (8 * k))
+            value += high.reshape(value.shape)  # below 10^18 < 2^63
+            continue
+        more = np.flatnonzero(longer)
         high = _eight(words, stop[more] - 8 * k, np.minimum(digits[more] - 8 * k, 8))
         if high is None:
-            return None
+            return False
         high *= np.uint64(10 ** (8 * k))
-        value[more] += high
-    if value is None:
-        return None
-    value = value.view(np.int64)  # below 10^18 < 2^63
+        value[np.divmod(more, value.shape[1])] += high
     if minus.any():
-        np.negative(value, out=value, where=minus)
-    return value
+        np.negative(out, out=out, where=minus.reshape(out.shape))
+    return True
 
 
-def _eight(words: np.ndarray, stop: np.ndarray, count: np.ndarray) -> np.ndarray | None:
-    """The number written by the `count` (1 to 8) bytes before each `stop`, as uint64; None
-    when one of those bytes is not a digit."""
+def _eight(
+    words: np.ndarray, stop: np.ndarray, count: np.ndarray, out: np.ndarray | None = None
+) -> np.ndarray | None:
+    """The number written by the `count` (1 to 8) bytes before each `stop`, as uint64 (into
+    `out` when given: uint64, shaped like `stop` or reshaped from it); None when one of
+    those bytes is not a digit."""
     at = stop - 8
     if at.min() >= 0:  # the usual case
         x = words[at]
@@ -214,14 +392,15 @@ def _eight(words: np.ndarray, stop: np.ndarray, count: np.ndarray) -> np.ndarray
         x[short] <<= ((8 - stop[short]) * 8).astype(np.uint64)
     x &= _KEEP[count]  # the cell's bytes: the high ones
     x |= _FILL[count]  # bytes before the cell read as '0'
-    # Every byte 0x30 to 0x39: its high nibble is 3, and still 3 after adding 6.
-    check = x + _SIX
-    check &= _HIGH
-    check >>= np.uint64(4)
-    check |= x & _HIGH
-    if not (check == _THREES).all():
+    digits = x - _ZEROS  # each byte its digit (when each is one: no borrows)
+    # Every byte 0x30 to 0x39: no high bit in byte - '0' (none under '0') nor in byte +
+    # 0x46 (none over '9', nor 0x80 and up). The lowest byte that is not a digit has no
+    # carry or borrow from below it, so it shows; and digits make none.
+    x += _OVER_NINE
+    x |= digits
+    if int(np.bitwise_or.reduce(x)) & _HIGH_BITS:
         return None
-    x &= np.uint64(0x0F0F0F0F0F0F0F0F)  # digits, the first in the lowest byte
+    x = digits  # the first digit in the lowest byte
     x *= np.uint64(10 * 2**8 + 1)  # pairs of digits
     x >>= np.uint64(8)
     x &= np.uint64(0x00FF00FF00FF00FF)
@@ -229,8 +408,11 @@ def _eight(words: np.ndarray, stop: np.ndarray, count: np.ndarray) -> np.ndarray
     x >>= np.uint64(16)
     x &= np.uint64(0x0000FFFF0000FFFF)
     x *= np.uint64(10000 * 2**32 + 1)  # all eight
-    x >>= np.uint64(32)
-    return x
+    if out is None:
+        x >>= np.uint64(32)
+        return x
+    np.right_shift(x.reshape(out.shape), np.uint64(32), out=out)
+    return out
 
 
 def _rows(data: np.ndarray, start: np.ndarray, width: int) -> np.ndarray:

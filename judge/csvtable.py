@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from judge.csvscan import scan
+from judge.csvscan import Ids, scan
 from judge.errors import InputError
 
 # Every integer in a case or plan lies in [-2^62, 2^62], so that sums of two
@@ -38,7 +38,7 @@ class IdTable:
     """Rows of `id,int,int,...`; data row i sits on line i + 2."""
 
     path: str
-    id_text: str  # the ids joined by "," (ids hold no comma): compared whole, split once
+    id_column: Ids  # the ids, decoded into strings only when asked for
     ints: dict[str, np.ndarray]  # column name -> int64 values
     # True when the ids were shown distinct, none with spaces around it (the fast path,
     # when asked); False leaves it to an exact check, which names the fault.
@@ -46,7 +46,12 @@ class IdTable:
 
     @cached_property
     def ids(self) -> list[str]:
-        return self.id_text.split(",") if self.id_text else []
+        return self.id_column.tolist()
+
+    @property
+    def id_text(self) -> str:
+        """The ids joined by "," (ids hold no comma)."""
+        return self.id_column.text()
 
     @staticmethod
     def line_of(row: int) -> int:
@@ -154,17 +159,18 @@ def _fast_table(
     data: bytes, begin: int, end: int, path: str, names: list[str], distinct_ids: bool
 ) -> IdTable | None:
     if begin == end:
-        return IdTable(path, "", {name: np.zeros(0, np.int64) for name in names}, True)
+        return IdTable(path, Ids(""), {name: np.zeros(0, np.int64) for name in names}, True)
     found = scan(data, begin, end, len(names), distinct_ids)
     if found is None:
         return None
     ints = {name: found.values[k] for k, name in enumerate(names)}
-    return IdTable(path, found.id_text, ints, found.plainly_distinct)
+    return IdTable(path, found.ids, ints, found.plainly_distinct)
 
 
 def _slow_table(body: memoryview, header: list[str], path: str, error: type[InputError]) -> IdTable:
     ids, values = _slow_path(bytes(body).decode(), header, path, error)
-    return IdTable(path, ",".join(ids), {name: values[:, k] for k, name in enumerate(header[1:])})
+    ints = {name: values[:, k] for k, name in enumerate(header[1:])}
+    return IdTable(path, Ids(ids=ids), ints)
 
 
 def _slow_path(

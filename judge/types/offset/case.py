@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
+from judge.csvscan import Ids
 from judge.csvtable import INT_LIMIT, IdTable, parse_id_table, read_bounded
 from judge.errors import CaseError, show_value
 
@@ -22,9 +24,10 @@ _RANGES = {
 
 
 class IdRows:
-    """Rows named by `ids` (a case of any type whose rows are buffers)."""
+    """Rows named by `ids` (a case of any type whose rows are buffers). `ids` is a list,
+    or, read from a file, a csvscan.Ids: list-like, its strings made only when asked for."""
 
-    ids: list[str]
+    ids: Sequence[str]
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -34,16 +37,19 @@ class IdRows:
         return {bid: i for i, bid in enumerate(self.ids)}
 
     def joined_ids(self) -> str:
-        """The ids joined by "," (as csvtable.IdTable.id_text): a plan that lists them in
-        this order is told by one comparison of strings."""
-        return ",".join(self.ids)
+        """The ids joined by "," (as csvtable.IdTable.id_text)."""
+        return self.ids.text() if isinstance(self.ids, Ids) else ",".join(self.ids)
+
+    def id_chars(self) -> int:
+        """How many characters the ids have, all together."""
+        return self.ids.chars() if isinstance(self.ids, Ids) else sum(map(len, self.ids))
 
 
 @dataclass(frozen=True, eq=False)
 class OffsetCase(IdRows):
     """Buffer i lives in [lower[i], upper[i]) and needs size[i] bytes."""
 
-    ids: list[str]
+    ids: Sequence[str]  # a list, or a csvscan.Ids (read from a file)
     lower: np.ndarray  # int64
     upper: np.ndarray  # int64
     size: np.ndarray  # int64
@@ -78,10 +84,10 @@ def parse_case_bytes(data: bytes, path: Path | str, capacity: int) -> OffsetCase
     return OffsetCase(ids, lower, upper, size, alignment, capacity, str(path))
 
 
-def _check_ids(table: IdTable) -> list[str]:
-    ids = table.ids
+def _check_ids(table: IdTable) -> Sequence[str]:
     if table.plainly_distinct:
-        return ids  # the common case, shown by numpy over the bytes
+        return table.id_column  # the common case, shown by numpy over the bytes
+    ids = table.ids
     if len(set(ids)) == len(ids) and not any(b != b.strip() for b in ids):
         return ids  # still common (non-ASCII ids, say), checked at C speed
     seen: dict[str, int] = {}

@@ -19,27 +19,21 @@ class OffsetPlan:
     offset: np.ndarray  # int64, aligned with the case's rows
 
 
-def plan_byte_limit(case: OffsetCase, joined: str | None = None) -> int:
-    """Room for every id with a 20-digit offset, twice over; refuses 1 GB files early.
-    (`joined`: case.joined_ids(), when at hand: its length counts the ids' characters.)"""
-    n = len(case)
-    chars = len(joined) - max(n - 1, 0) if joined is not None else sum(map(len, case.ids))
-    return 2**20 + 2 * (chars + 24 * n)
+def plan_byte_limit(case: OffsetCase) -> int:
+    """Room for every id with a 20-digit offset, twice over; refuses 1 GB files early."""
+    return 2**20 + 2 * (case.id_chars() + 24 * len(case))
 
 
 def read_plan(path: Path, case: OffsetCase) -> OffsetPlan:
-    joined = case.joined_ids()
-    data = read_bounded(path, plan_byte_limit(case, joined), PlanError)
-    return parse_plan_bytes(data, path, case, joined)
+    data = read_bounded(path, plan_byte_limit(case), PlanError)
+    return parse_plan_bytes(data, path, case)
 
 
-def parse_plan_bytes(
-    data: bytes, path: Path | str, case: OffsetCase, joined: str | None = None
-) -> OffsetPlan:
+def parse_plan_bytes(data: bytes, path: Path | str, case: OffsetCase) -> OffsetPlan:
     table = parse_id_table(data, path, PLAN_COLUMNS, (), {"offset": (0, INT_LIMIT)}, PlanError)
     offsets = table.ints["offset"]
-    if table.id_text == (case.joined_ids() if joined is None else joined):
-        return OffsetPlan(offsets)  # planners often keep the input order
+    if table.id_column == case.ids:  # planners often keep the input order: no strings made
+        return OffsetPlan(offsets)
     rows = rows_of_ids(table.ids, case, str(path))
     plan = np.empty(len(case), dtype=np.int64)
     plan[rows] = offsets
@@ -47,6 +41,8 @@ def parse_plan_bytes(
 
 
 def rows_of_ids(ids: list[str], case: OffsetCase, path: str) -> np.ndarray:
+    """The case's row of each of `ids` (a plan's, in its order); PlanError naming the
+    first unknown, repeated or missing id."""
     if ids == case.ids:  # planners often keep the input order: a C-speed comparison
         return np.arange(len(ids), dtype=np.int64)
     index = case.index()
