@@ -30,9 +30,9 @@ _HIGH_BITS = 0x8080808080808080
 _EDGE = np.zeros(256, bool)
 _EDGE[[9, 10, 11, 12, 13, 28, 29, 30, 31, 32]] = True
 _EDGE[128:] = True
-# For a cell of c digits (1 to 8) read as the high c bytes of a word: the bytes to keep,
-# and '0' characters for the bytes below them (read as leading zeros).
-_KEEP = np.array([0] + [2**64 - 2 ** (8 * (8 - c)) for c in range(1, 9)], np.uint64)
+# For a cell of c digits (1 to 8; 9 to 18 as 8) read as the high c bytes of a word: the
+# bytes to keep, and '0' characters for the bytes below them (read as leading zeros).
+_KEEP = np.array([0] + [2**64 - 2 ** (8 * (8 - min(c, 8))) for c in range(1, 19)], np.uint64)
 _FILL = _ZEROS & ~_KEEP
 # For c bytes of an id in a word (0 to 8): the bytes to keep, the low c.
 _LOW = np.array([2 ** (8 * c) - 1 for c in range(9)], np.uint64)
@@ -67,10 +67,6 @@ class Ids(Sequence[str]):
             self._n = len(length)
         else:
             self._n = text.count(",") + 1 if text else 0
-
-    @classmethod
-    def of(cls, ids: Sequence[str]) -> Ids:
-        return ids if isinstance(ids, Ids) else cls(ids=list(ids))
 
     def __len__(self) -> int:
         return self._n
@@ -199,14 +195,15 @@ def _ids(parts: list[tuple[np.ndarray, np.ndarray] | str], n: int) -> Ids:
         width = max(r.shape[1] for r, _ in blocks)
         total = sum(int(length.sum()) for _, length in blocks) + n
         if n * width <= 4 * total:
-            if len(blocks) == 1 and blocks[0][0].shape[1] == width:
-                return Ids(rows=blocks[0][0], length=blocks[0][1])
+            lengths = np.concatenate([length for _, length in blocks])
+            if all(r.shape[1] == width for r, _ in blocks):
+                return Ids(rows=np.concatenate([r for r, _ in blocks]), length=lengths)
             rows = np.zeros((n, width), np.uint8)
             at = 0
             for r, _ in blocks:
                 rows[at : at + len(r), : r.shape[1]] = r
                 at += len(r)
-            return Ids(rows=rows, length=np.concatenate([length for _, length in blocks]))
+            return Ids(rows=rows, length=lengths)
     text = [p if isinstance(p, str) else _rows_text(*p) for p in parts]
     return Ids(",".join(text))
 
@@ -250,18 +247,19 @@ class _Block:
         (rows of bytes and lengths, or joined by ","); None when they are not plainly well
         formed."""
         data, width = self.data, self.width
-        cuts = _separators(data[at:stop]) + at
+        cuts, found = _separators(data[at:stop])
         rows, extra = divmod(len(cuts) + 1, width + 1)
         if extra:
             return None
-        grid = np.empty(rows * (width + 1), np.int64)
-        grid[:-1], grid[-1] = cuts, stop
-        grid = grid.reshape(rows, width + 1)  # each row: its commas, then its line end
-        marks = data[grid[:-1]]
+        marks = np.empty(rows * (width + 1), np.uint8)
+        marks[:-1], marks[-1] = found, NEWLINE
+        marks = marks.reshape(rows, width + 1)  # each row: its commas, then its line end
         if not (marks[:, :width] == COMMA).all() or not (marks[:, width] == NEWLINE).all():
             return None
-        if not (data[grid[-1, :width]] == COMMA).all():
-            return None
+        grid = np.empty(rows * (width + 1), np.int64)
+        np.add(cuts, at, out=grid[:-1])
+        grid[-1] = stop
+        grid = grid.reshape(rows, width + 1)
         line = np.empty(rows, np.int64)
         line[0], line[1:] = at, grid[:-1, width] + 1
         comma = grid[:, 0]
@@ -330,27 +328,40 @@ def _joined(data: np.ndarray, start: np.ndarray, stop: np.ndarray) -> str:
     return chosen.tobytes()[:-1].decode()
 
 
-def _separators(data: np.ndarray) -> np.ndarray:
-    """Positions of every comma and line end, ascending."""
+def _separators(data: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Positions of every comma and line end, ascending, and those bytes."""
     at = np.flatnonzero(data <= COMMA)  # one comparison; other low bytes are rare
     found = data[at]
     other = (found != COMMA) & (found != NEWLINE)
-    return at[~other] if other.any() else at
+    return (at[~other], found[~other]) if other.any() else (at, found)
 
 
 def _integers(
     data: np.ndarray, words: np.ndarray, start: np.ndarray, stop: np.ndarray, out: np.ndarray
 ) -> bool:
     """The cells data[start:stop] as int64 into `out` (their order reshaped to its shape)
-    when each is -?[0-9]{1,18}; False otherwise."""
+    when each is -?[0-9]{1,18}; False otherwise. start[0] is the first cell."""
     length = stop - start
     if length.min() < 1:
         return False
-    minus = data[start] == MINUS
+    safe = int(start[0]) >= 8  # every cell has 8 bytes before its end
+    if length.max() <= 18 and _digits(words, stop, length, out, safe):
+        return True  # no signs, the usual case
+    minus = data[start] == MINUS  # signs, or not integers at all
     digits = length - minus
-    if digits.min() < 1 or digits.max() > 18:
+    if digits.min() < 1 or digits.max() > 18 or not _digits(words, stop, digits, out, safe):
         return False
-    value = _eight(words, stop, np.minimum(digits, 8), out.view(np.uint64))
+    if minus.any():
+        np.negative(out, out=out, where=minus.reshape(out.shape))
+    return True
+
+
+def _digits(
+    words: np.ndarray, stop: np.ndarray, digits: np.ndarray, out: np.ndarray, safe: bool
+) -> bool:
+    """The cells of `digits` digits (1 to 18) each that end at `stop` into `out` (their
+    order reshaped to its shape); False when a byte of theirs is not a digit."""
+    value = _eight(words, stop, digits, safe, out.view(np.uint64))
     if value is None:
         return False
     for k in (1, 2):  # digits 9 to 16 and 17 to 18, for the cells that have them
@@ -359,31 +370,33 @@ def _integers(
         if not count:
             break
         if count == len(digits):  # every cell (offsets of 9 digits and more, say)
-            high = _eight(words, stop - 8 * k, np.minimum(digits - 8 * k, 8))
+            high = _eight(words, stop - 8 * k, digits - 8 * k, safe)
             if high is None:
                 return False
             high *= np.uint64(10 ** (8 * k))
             value += high.reshape(value.shape)  # below 10^18 < 2^63
             continue
         more = np.flatnonzero(longer)
-        high = _eight(words, stop[more] - 8 * k, np.minimum(digits[more] - 8 * k, 8))
+        high = _eight(words, stop[more] - 8 * k, digits[more] - 8 * k, safe)
         if high is None:
             return False
         high *= np.uint64(10 ** (8 * k))
         value[np.divmod(more, value.shape[1])] += high
-    if minus.any():
-        np.negative(out, out=out, where=minus.reshape(out.shape))
     return True
 
 
 def _eight(
-    words: np.ndarray, stop: np.ndarray, count: np.ndarray, out: np.ndarray | None = None
+    words: np.ndarray,
+    stop: np.ndarray,
+    count: np.ndarray,
+    safe: bool,
+    out: np.ndarray | None = None,
 ) -> np.ndarray | None:
-    """The number written by the `count` (1 to 8) bytes before each `stop`, as uint64 (into
-    `out` when given: uint64, shaped like `stop` or reshaped from it); None when one of
-    those bytes is not a digit."""
+    """The number written by the min(`count`, 8) bytes (count >= 1) before each `stop`, as
+    uint64 (into `out` when given: uint64, shaped like `stop` or reshaped from it); None
+    when one of those bytes is not a digit. `safe`: every stop is 8 or more."""
     at = stop - 8
-    if at.min() >= 0:  # the usual case
+    if safe or at.min() >= 0:  # the usual case
         x = words[at]
     else:  # near the start of the bytes: read from 0, then shift
         short = np.flatnonzero(at < 0)
