@@ -206,6 +206,8 @@ def _clip(cell: str) -> int:
 
 
 def _first_out_of_range(values: np.ndarray, lo: int, hi: int) -> int | None:
+    if not values.size or (lo <= int(values.min()) and int(values.max()) <= hi):
+        return None  # the usual case: two passes, no temporary arrays
     bad = np.flatnonzero((values < lo) | (values > hi))
     return int(bad[0]) if bad.size else None
 
