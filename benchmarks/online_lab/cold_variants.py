@@ -22,6 +22,12 @@ is worse:
 - `Near` (caches: among gaps within SLACK x the best fit's size, the one nearest the
   request's last cache, so a request's caches stay together): SLACK 1.0 0.9391 (16),
   1.5 0.9335 (24), 4 0.9256 (32).
+With 4 more lab seeds (--seeds 8: 61 cases, greedy 0.9358): Ties = strong 0.9365, not
+above greedy on 31; Classes K=2 0.9374 on 28, but K=3 0.9346 on 37 and Classes+Near
+0.9366 on 33; Near 0.9370 on 29; Inverse 0.9352 on 33; temporaries under 1 MiB (256
+KiB) taking the lowest tie 0.9372 (0.9368) on 32. The ranking turns between seed sets
+(Classes and Near lose on the first 33 and win on the next 28): best fit's outcome here
+is chaotic, and no knob is robustly better than Ties.
 Where strong loses (seed1/h05: 0.9080 against 0.9224), the peak is a prefill step's MLP
 temporaries (13-27 MB) at layer 8 with 59 MB free below the top in 248 gaps of at most
 3.8 MB, mostly between the previous step's caches of the later layers (not yet grown
