@@ -16,6 +16,9 @@ from api.errors import Conflict, NotFound, ServiceError
 from api.hidden import HIDDEN_DETAILS
 from api.problems import current_version
 
+SIGNUP_MODES = ("closed", "open", "approval")  # api.signup
+MAX_TEAM_SIZE = 100
+
 
 def create_team(db: Session, name: str, actor: User | None) -> Team:
     name = name.strip()
@@ -188,7 +191,7 @@ def contest(db: Session) -> Contest:
 def update_contest(db: Session, actor: User | None, changes: dict[str, Any]) -> Contest:
     row = contest(db)
     allowed = {"title", "start_at", "end_at", "freeze_at", "hidden_revealed", "hidden_detail",
-               "baselines", "hidden_judging", "final_picks"}  # fmt: skip
+               "baselines", "hidden_judging", "final_picks", "signup", "team_size"}  # fmt: skip
     unknown = set(changes) - allowed
     if unknown:
         raise ServiceError(f"unknown contest settings: {', '.join(sorted(unknown))}")
@@ -201,6 +204,7 @@ def update_contest(db: Session, actor: User | None, changes: dict[str, Any]) -> 
             f"hidden_detail must be one of {', '.join(HIDDEN_DETAILS)}, not {detail!r}", 422
         )
     _check_finals(changes)
+    _check_signup(changes)
     revealing = bool(changes.get("hidden_revealed")) and not row.hidden_revealed
     for key, value in changes.items():
         setattr(row, key, value)
@@ -222,6 +226,14 @@ def _check_finals(changes: dict[str, Any]) -> None:
         raise ServiceError(f"final_picks is a whole number from 1 to {finals.MAX_PICKS}", 422)
 
 
+def _check_signup(changes: dict[str, Any]) -> None:
+    if "signup" in changes and changes["signup"] not in SIGNUP_MODES:
+        raise ServiceError(f"signup must be one of {', '.join(SIGNUP_MODES)}", 422)
+    size = changes.get("team_size", 1)
+    if type(size) is not int or not 1 <= size <= MAX_TEAM_SIZE:
+        raise ServiceError(f"team_size is a whole number from 1 to {MAX_TEAM_SIZE}", 422)
+
+
 def contest_dict(row: Contest) -> dict[str, Any]:
     def iso(v: datetime | None) -> str | None:
         return v.isoformat() if v else None
@@ -236,4 +248,6 @@ def contest_dict(row: Contest) -> dict[str, Any]:
         "baselines": row.baselines,
         "hidden_judging": row.hidden_judging,
         "final_picks": row.final_picks,
+        "signup": row.signup,
+        "team_size": row.team_size,
     }

@@ -92,11 +92,20 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_middleware(SecureHeaders)  # nosniff and a CSP on every answer, kept ones too
     _errors(app)
     app.add_middleware(AccessLog)  # outermost of ours: the time of the whole request
-    from api import pages, routes_admin, routes_finals, routes_tokens, routes_v1, routes_views
+    from api import (
+        pages,
+        routes_accounts,
+        routes_admin,
+        routes_finals,
+        routes_tokens,
+        routes_v1,
+        routes_views,
+    )
 
     app.include_router(routes_v1.router)
     app.include_router(routes_views.router)
     app.include_router(routes_admin.router)
+    app.include_router(routes_accounts.router)
     app.include_router(routes_finals.router)
     app.include_router(routes_tokens.admin_router)
     app.include_router(routes_tokens.own_router)

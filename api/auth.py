@@ -11,7 +11,7 @@ from typing import Any
 
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
-from sqlalchemy import delete, or_, select, update
+from sqlalchemy import delete, false, or_, select, true, update
 from sqlalchemy.orm import Session, joinedload
 
 from api import tokencache
@@ -86,6 +86,8 @@ def check_token(db: Session, token: str) -> TokenCheck:
     if row.expires_at is not None and aware(row.expires_at) <= utcnow():
         when = aware(row.expires_at).strftime("%Y-%m-%d %H:%M UTC")
         return TokenCheck(row, f"this token expired at {when}; ask the organizers for a new one")
+    if row.user.locked_at is not None:
+        return TokenCheck(row, "this account is locked; ask the organizers")
     return TokenCheck(row, "")
 
 
@@ -140,12 +142,12 @@ def revoke_token(db: Session, token_id: int, owner: User | None = None) -> ApiTo
     return row
 
 
-def revoke_access(db: Session, user: User) -> tuple[int, int]:
-    """Revoke every token of `user` and end every web session: (tokens, sessions)."""
-    tokens = db.execute(
-        update(ApiToken)
-        .where(ApiToken.user_id == user.id, ApiToken.revoked.is_(False))
-        .values(revoked=True)
+def revoke_access(db: Session, user: User, tokens: bool = True) -> tuple[int, int]:
+    """Revoke every token of `user` (unless not `tokens`) and end every web session:
+    (tokens, sessions)."""
+    live = ApiToken.revoked.is_(False) & (true() if tokens else false())
+    revoked = db.execute(
+        update(ApiToken).where(ApiToken.user_id == user.id, live).values(revoked=True)
     )
     sessions = db.execute(
         update(WebSession)
@@ -153,7 +155,7 @@ def revoke_access(db: Session, user: User) -> tuple[int, int]:
         .values(ended_at=utcnow())
     )
     tokencache.clear()
-    return tokens.rowcount, sessions.rowcount  # type: ignore[attr-defined]
+    return revoked.rowcount, sessions.rowcount  # type: ignore[attr-defined]
 
 
 def utc(stamp: datetime) -> datetime:
@@ -208,7 +210,7 @@ def session_user(db: Session, session_id: str) -> User | None:
     row = db.scalar(select(WebSession).where(WebSession.session_hash == token_hash(session_id)))
     if row is None or row.ended_at is not None or aware(row.expires_at) <= utcnow():
         return None
-    return row.user
+    return row.user if row.user.can_log_in else None  # locked meanwhile, or pending
 
 
 def end_session(db: Session, session_id: str) -> None:

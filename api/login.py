@@ -151,7 +151,7 @@ def _begin(settings: Settings, keys: list[Key], username: str) -> _Begun | float
     with session_scope(settings.database_url) as db:
         counts: dict[str, int] = {}
         for key in keys:
-            count, locked_until = _count(db, key.key, settings.login_window_s)
+            count, locked_until = count_attempt(db, key.key, settings.login_window_s)
             if locked_until or count > key.lock_after:
                 return max(_seconds_until(locked_until), settings.login_backoff_s, 1.0)
             counts[key.key] = count
@@ -159,10 +159,12 @@ def _begin(settings: Settings, keys: list[Key], username: str) -> _Begun | float
         # looked up nowhere but still costs its hash and counts as a failure.
         known = 0 < len(username) <= USERNAME_LENGTH and "\x00" not in username
         user = user_named(db, username) if known else None
-        return _Begun(counts, user.id if user else None, user.password_hash if user else "")
+        # A locked or pending account is as one without a password: no login, same cost.
+        usable = user is not None and user.can_log_in
+        return _Begun(counts, user.id if usable else None, user.password_hash if usable else "")
 
 
-def _count(db: Session, key: str, window_s: float) -> tuple[int, datetime | None]:
+def count_attempt(db: Session, key: str, window_s: float) -> tuple[int, datetime | None]:
     """Add one failure to `key` unless it is locked, in one statement (an upsert), so
     parallel attempts each get their own number. Returns (count, locked_until if locked)."""
     now = utcnow()
@@ -216,7 +218,7 @@ def _tally(db: Session, settings: Settings, address: str, unknown: bool) -> None
     """Count this failure in the address's `login_failed` entry: a new entry when the
     address's earlier failures are forgotten (login_window_s). The counter's upsert
     comes first: its row lock (to the commit) serializes the entry's update."""
-    count, _ = _count(db, f"failed:{address}"[:KEY_LENGTH], settings.login_window_s)
+    count, _ = count_attempt(db, f"failed:{address}"[:KEY_LENGTH], settings.login_window_s)
     counts = {"count": 1, "unknown_names": int(unknown)}
     tally(db, "login_failed", f"address {address}"[:KEY_LENGTH], counts, new=count == 1)
 

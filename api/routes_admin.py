@@ -87,6 +87,9 @@ class ContestIn(Body):
     # When hidden cases run: with every submission, or in the final judging (api.finals).
     hidden_judging: Literal["submission", "final"] | None = None
     final_picks: int | None = Field(default=None, ge=1, le=finals.MAX_PICKS)  # a team's picks
+    # Who makes accounts (api.signup) and how many members a team may have.
+    signup: Literal["closed", "open", "approval"] | None = None
+    team_size: int | None = Field(default=None, ge=1, le=admin.MAX_TEAM_SIZE)
 
 
 class AnswerIn(Body):

@@ -86,6 +86,8 @@ class Settings:
     login_backoff_s: float = field(default_factory=lambda: _float("LOGIN_BACKOFF_S", 1.0))
     login_lock_s: float = field(default_factory=lambda: _float("LOGIN_LOCK_S", 900.0))
     login_window_s: float = field(default_factory=lambda: _float("LOGIN_WINDOW_S", 3600.0))
+    # Accounts one address may make by sign-up in a login window (api.signup).
+    signups_per_address: int = field(default_factory=lambda: _int("SIGNUPS_PER_ADDRESS", 5))
     # At most this many password hashes at once per API process (argon2 takes 19 MiB
     # each); a login that waits longer than HASH_WAIT_S for a slot gets 503.
     login_hashes: int = field(default_factory=lambda: _int("LOGIN_HASHES", 2))

@@ -441,3 +441,40 @@ def test_admin_imports_a_package_upload(service: Service, tmp_path: Path) -> Non
     files = {"file": ("notes.txt", b"hello", "text/plain")}
     wrong = post(boss, "/admin/problems", "/admin/problems", {}, files=files)
     assert wrong.status_code == 400 and ".zip or .tar.gz" in flash_error(wrong.text)
+
+
+def test_sign_up_with_approval_and_the_organizers_buttons(service: Service) -> None:
+    """The sign-up page (closed, then with approval); the invitation code shows once; the
+    organizer approves, locks, unlocks and resets the password on the accounts page."""
+    anonymous = service.client_for(None)
+    assert "Sign-up is closed" in anonymous.get("/signup").text
+    boss = service.client_for("boss")
+    assert 'name="signup"' in boss.get("/admin").text
+    page = boss.get("/admin").text
+    token = csrf_of(page)
+    saved = boss.post("/admin/contest", data={"csrf_token": token, "signup": "approval",
+                      "team_size": "3"}, follow_redirects=False)  # fmt: skip
+    assert saved.status_code == 303, saved.text
+    form = {"username": "newbie", "password": PASSWORD, "team": "green"}
+    made = post(anonymous, "/signup", "/signup", form)
+    assert made.status_code == 201 and "waits for an organizer" in made.text
+    assert re.search(r'id="invite-code">[\w-]{16}<', made.text)
+    again = post(anonymous, "/signup", "/signup", {**form, "team": "green2"})
+    assert again.status_code == 409 and "exists already" in again.text
+    assert login(service.client_for(None), "newbie").status_code == 401  # pending
+    accounts = boss.get("/admin/accounts").text
+    assert "/admin/users/newbie/approve" in accounts
+    assert post(boss, "/admin/accounts", "/admin/users/newbie/approve", {}).status_code == 303
+    newbie = service.client_for("newbie")  # logs in now
+    assert (
+        post(boss, "/admin/accounts", "/admin/users/newbie/lock", {"locked": "1"}).status_code
+        == 303
+    )
+    assert newbie.get("/submissions", follow_redirects=False).status_code == 303  # session ended
+    assert "/admin/users/newbie/lock" in boss.get("/admin/accounts").text  # the Unlock button
+    post(boss, "/admin/accounts", "/admin/users/newbie/lock", {"locked": "0"})
+    reset = post(boss, "/admin/accounts", "/admin/users/newbie/password", {"password": "short"})
+    assert reset.status_code == 400 and "at least 8" in reset.text
+    post(boss, "/admin/accounts", "/admin/users/newbie/password", {"password": "brand-new-pass"})
+    assert login(service.client_for(None), "newbie").status_code == 401
+    assert login(service.client_for(None), "newbie", "brand-new-pass").status_code == 303

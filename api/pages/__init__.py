@@ -12,6 +12,7 @@ from api.pages import (  # noqa: F401  (they add their routes)
     organizer,
     organizer_accounts,
     organizer_problems,
+    signup,
 )
 from api.pages.common import error_page, router, wants_html
 

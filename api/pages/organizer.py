@@ -83,6 +83,8 @@ def admin_contest(
     baselines: Annotated[str, Form()] = "",
     hidden_judging: Annotated[str, Form()] = "",
     final_picks: Annotated[str, Form()] = "",
+    signup: Annotated[str, Form()] = "",
+    team_size: Annotated[str, Form()] = "",
 ) -> Response:
     def act() -> str:
         changes = {
@@ -100,6 +102,10 @@ def admin_contest(
             changes["hidden_judging"] = hidden_judging
         if final_picks:
             changes["final_picks"] = _whole(final_picks, "final_picks")
+        if signup:
+            changes["signup"] = signup
+        if team_size:
+            changes["team_size"] = _whole(team_size, "team_size")
         admin.update_contest(db, user, changes)
         return "contest settings saved"
 

@@ -1,0 +1,89 @@
+"""The sign-up page (api.signup): an account of one's own, where the contest allows it;
+and the organizers' approve, lock and password-reset buttons on the accounts page."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import partial
+from typing import Annotated
+
+from fastapi import Form, Request
+from fastapi.responses import Response
+from sqlalchemy.orm import Session
+
+from api import admin, signup
+from api.db.models import User
+from api.deps import DB, Admin, Config
+from api.errors import ServiceError
+from api.pages.common import render, router
+from api.pages.organizer import _act
+from api.pages.organizer_accounts import _admin_accounts
+
+ACCOUNTS = "/admin/accounts"
+
+
+def _page(request: Request, mode: str, status: int = 200, **shown: object) -> Response:
+    shown = {"made": None, "username": "", "team": "", **shown}
+    return render(request, "signup.html", None, status, mode=mode, **shown)
+
+
+@router.get("/signup")
+def signup_page(request: Request, db: DB) -> Response:
+    return _page(request, admin.contest(db).signup)
+
+
+@router.post("/signup")
+def signup_form(
+    request: Request,
+    settings: Config,
+    db: DB,
+    username: Annotated[str, Form()] = "",
+    password: Annotated[str, Form()] = "",
+    team: Annotated[str, Form()] = "",
+    invite: Annotated[str, Form()] = "",
+) -> Response:
+    """The invitation code is in this response only (as a new API token is)."""
+    mode = admin.contest(db).signup
+    try:
+        signup.admit(settings, request.client.host if request.client else "unknown")
+        made = signup.sign_up(db, username, password, team, invite)
+    except ServiceError as exc:
+        db.rollback()
+        return _page(request, mode, exc.status, error=exc.message, username=username, team=team)
+    db.commit()
+    return _page(request, mode, 201, made=made)
+
+
+def _accounts_act(request: Request, db: Session, user: User, act: Callable[[], str]) -> Response:
+    return _act(request, db, ACCOUNTS, act, partial(_admin_accounts, request, db, user))
+
+
+@router.post("/admin/users/{username}/approve")
+def approve_page(username: str, request: Request, user: Admin, db: DB) -> Response:
+    return _accounts_act(request, db, user, lambda: _said(signup.approve(db, user, username)))
+
+
+@router.post("/admin/users/{username}/lock")
+def lock_page(
+    username: str, request: Request, user: Admin, db: DB, locked: Annotated[str, Form()] = "1"
+) -> Response:
+    def act() -> str:
+        return _said(signup.lock(db, user, username, locked == "1"))
+
+    return _accounts_act(request, db, user, act)
+
+
+@router.post("/admin/users/{username}/password")
+def password_page(
+    username: str, request: Request, user: Admin, db: DB, password: Annotated[str, Form()] = ""
+) -> Response:
+    def act() -> str:
+        signup.reset_password(db, user, username, password)
+        return f"'{username}': new password set; its web sessions ended"
+
+    return _accounts_act(request, db, user, act)
+
+
+def _said(account: dict) -> str:
+    state = "locked" if account["locked"] else ("pending" if account["pending"] else "active")
+    return f"'{account['username']}' is {state}"

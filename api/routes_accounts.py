@@ -1,0 +1,68 @@
+"""Accounts made by their owners and kept by organizers (api.signup): sign-up, a team's
+invitation code, and the organizers' approve, lock and password reset."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Request
+from pydantic import Field
+
+from api import signup
+from api.deps import DB, Admin, Config, Contestant
+from api.routes_admin import Body
+
+router = APIRouter(prefix="/api/v1", tags=["accounts"])
+
+
+class SignUpIn(Body):
+    username: str = Field(max_length=100)
+    password: str = Field(max_length=1024)
+    team: str = Field(default="", max_length=100)  # a new team's name
+    invite: str = Field(default="", max_length=100)  # or a team's invitation code
+
+
+class LockIn(Body):
+    locked: bool = True
+
+
+class PasswordIn(Body):
+    password: str = Field(max_length=1024)
+
+
+@router.post("/signup", status_code=201)
+def sign_up(body: SignUpIn, request: Request, settings: Config, db: DB) -> dict[str, Any]:
+    """An account of your own, where the contest allows it: in a new team (`team`) or in
+    a team whose invitation code you were given (`invite`). With approval, an organizer
+    approves the account before it can log in. A few per address and hour."""
+    address = request.client.host if request.client else "unknown"
+    signup.admit(settings, address)  # counted in its own commit, before the hash
+    return signup.sign_up(db, body.username, body.password, body.team, body.invite)
+
+
+@router.post("/team/invite", status_code=201)
+def new_invite(user: Contestant, db: DB) -> dict[str, Any]:
+    """A new invitation code for your team (the previous one stops working)."""
+    return signup.invite(db, user)
+
+
+@router.get("/admin/users/pending")
+def pending_users(user: Admin, db: DB) -> list[dict[str, Any]]:
+    return signup.pending(db)
+
+
+@router.post("/admin/users/{username}/approve")
+def approve(username: str, user: Admin, db: DB) -> dict[str, Any]:
+    return signup.approve(db, user, username)
+
+
+@router.post("/admin/users/{username}/lock")
+def lock(username: str, body: LockIn, user: Admin, db: DB) -> dict[str, Any]:
+    """Lock (`locked`: true; its tokens are revoked, its sessions end) or unlock."""
+    return signup.lock(db, user, username, body.locked)
+
+
+@router.post("/admin/users/{username}/password")
+def reset_password(username: str, body: PasswordIn, user: Admin, db: DB) -> dict[str, Any]:
+    """A new password (told to its owner by you); the account's web sessions end."""
+    return signup.reset_password(db, user, username, body.password)

@@ -1,0 +1,146 @@
+"""Accounts made by their owners (issue 37): the contest's sign-up mode says whether
+anyone may sign up ("open"), anyone may with an organizer's approval ("approval"), or
+only organizers make accounts ("closed", the default). A new account makes a team,
+whose invitation code its teammates give to join (at most the contest's team size), or
+joins one by its code. Sign-ups are counted per address, in their own transaction before
+the password's hash, so a bot gets a 429 after a few, not thousands of accounts.
+
+Organizers approve pending accounts, lock and unlock accounts (a lock revokes the
+account's tokens and ends its web sessions) and reset passwords. Every action is in the
+audit log.
+"""
+
+from __future__ import annotations
+
+import secrets
+from typing import Any
+
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from api import admin
+from api.audit import record
+from api.auth import hash_password, revoke_access, token_hash, user_named
+from api.db.models import Team, User, utcnow
+from api.db.session import session_scope
+from api.errors import Conflict, Forbidden, NotFound, ServiceError, TooMany
+from api.login import KEY_LENGTH, count_attempt
+from api.settings import Settings
+
+
+def admit(settings: Settings, address: str) -> None:
+    """Counts a sign-up from `address` (committed at once, whatever follows); 429 past
+    the most an address may make in the login window."""
+    with session_scope(settings.database_url) as db:
+        key = f"signup:{address}"[:KEY_LENGTH]
+        count, _ = count_attempt(db, key, settings.login_window_s)
+    if count > settings.signups_per_address:
+        hours = settings.login_window_s / 3600
+        raise TooMany(
+            f"{settings.signups_per_address} accounts were made from this address in the last "
+            f"{hours:g} h, the most allowed; try again later or ask the organizers"
+        )
+
+
+def sign_up(db: Session, username: str, password: str, team: str, invite: str) -> dict[str, Any]:
+    """A new account in a new team (`team`, a name) or in the team whose code is `invite`."""
+    contest = admin.contest(db)
+    if contest.signup not in ("open", "approval"):
+        raise Forbidden("sign-up is closed: the organizers make the accounts")
+    if not password:
+        raise ServiceError("a password has at least 8 characters")
+    if bool(team.strip()) == bool(invite.strip()):
+        raise ServiceError("give a team name to make a team, or a team's invitation code to join")
+    code = None
+    if invite.strip():
+        joined = _team_of_code(db, invite.strip(), contest.team_size)
+    else:
+        joined = admin.create_team(db, team, None)
+        code = new_code(joined)
+    user = admin.create_user(db, username, password, joined.name, False, None)
+    user.pending = contest.signup == "approval"
+    record(db, user, "sign_up", username, {"team": joined.name, "pending": user.pending})
+    return {"username": user.username, "team": joined.name, "pending": user.pending,
+            "invite_code": code, "detail": _welcome(user.pending, code)}  # fmt: skip
+
+
+def _team_of_code(db: Session, code: str, size: int) -> Team:
+    team = db.scalar(select(Team).where(Team.invite_hash == token_hash(code)))
+    if team is None or team.system or team.disqualified:
+        raise NotFound("no team has this invitation code")
+    members = db.scalar(select(func.count(User.id)).where(User.team_id == team.id)) or 0
+    if members >= size:
+        raise Conflict(f"team '{team.name}' is full: {members} members, the most a team may have")
+    return team
+
+
+def _welcome(pending: bool, code: str | None) -> str:
+    said = ["your account waits for an organizer's approval" if pending else "you may log in"]
+    if code:
+        said.append(f"your teammates join with the invitation code {code} (shown once)")
+    return "; ".join(said)
+
+
+def new_code(team: Team) -> str:
+    """A new invitation code for `team` (the old one stops working); only its hash is kept."""
+    code = secrets.token_urlsafe(12)
+    team.invite_hash = token_hash(code)
+    return code
+
+
+def invite(db: Session, user: User) -> dict[str, Any]:
+    """A member's new invitation code for the member's team."""
+    if user.team is None or user.team.system:
+        raise Forbidden("only a team's member has an invitation code to give")
+    code = new_code(user.team)
+    record(db, user, "new_invite_code", user.team.name)
+    return {"team": user.team.name, "invite_code": code}
+
+
+def _account(db: Session, username: str) -> User:
+    user = user_named(db, username)
+    if user is None:
+        raise NotFound(f"no user '{username}'")
+    return user
+
+
+def approve(db: Session, actor: User, username: str) -> dict[str, Any]:
+    user = _account(db, username)
+    user.pending = False
+    record(db, actor, "approve_user", username)
+    return account_dict(user)
+
+
+def lock(db: Session, actor: User, username: str, locked: bool) -> dict[str, Any]:
+    """Lock (its tokens revoked, its sessions ended) or unlock an account."""
+    user = _account(db, username)
+    if user.id == actor.id:
+        raise Conflict("an organizer cannot lock their own account")
+    if locked and user.locked_at is None:
+        user.locked_at = utcnow()
+        revoke_access(db, user)
+    elif not locked:
+        user.locked_at = None
+    record(db, actor, "lock_user" if locked else "unlock_user", username)
+    return account_dict(user)
+
+
+def reset_password(db: Session, actor: User, username: str, password: str) -> dict[str, Any]:
+    """A new password; the account's web sessions end (its tokens stay)."""
+    if len(password) < 8:
+        raise ServiceError("a password has at least 8 characters")
+    user = _account(db, username)
+    user.password_hash = hash_password(password)
+    revoke_access(db, user, tokens=False)
+    record(db, actor, "reset_password", username)
+    return account_dict(user)
+
+
+def pending(db: Session) -> list[dict[str, Any]]:
+    rows = db.scalars(select(User).where(User.pending.is_(True)).order_by(User.id)).all()
+    return [account_dict(u) for u in rows]
+
+
+def account_dict(user: User) -> dict[str, Any]:
+    return {"username": user.username, "team": user.team.name if user.team else None,
+            "pending": user.pending, "locked": user.locked_at is not None}  # fmt: skip

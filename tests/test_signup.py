@@ -1,0 +1,163 @@
+"""Sign-up (api.signup) over real HTTP on both backends: closed by default; open and
+approval modes; teams by invitation code, at most the team size; organizers approve,
+lock (tokens and sessions end) and reset passwords; sign-ups per address are capped;
+any body gets an answer, never a 500."""
+
+from __future__ import annotations
+
+import re
+import secrets
+
+import httpx
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from api import signup
+from api.errors import TooMany
+from api.settings import Settings
+from tests.service import Service, start_service
+from tests.test_package import make_package
+from tests.test_service_e2e import backends
+
+PASSWORD = "a-long-password"
+
+
+@pytest.fixture(scope="module", params=["embedded", "postgres+redis"])
+def service(request, tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("signup")
+    with backends(request.param) as (db_url, broker_url):
+        env = {"MEMORACE_SIGNUPS_PER_ADDRESS": "100000"}  # the cap has its own test
+        svc = start_service(tmp, [make_package(tmp / "pkg")], db_url, broker_url, extra_env=env)
+        try:
+            yield svc
+        finally:
+            svc.stop()
+
+
+def contest(service: Service, **changes) -> None:
+    reply = service.api("PUT", "/api/v1/admin/contest", json=changes)
+    assert reply.status_code == 200, reply.text
+
+
+def sign_up(service: Service, **body) -> httpx.Response:
+    return httpx.post(f"{service.url}/api/v1/signup", json=body, timeout=30)
+
+
+def log_in(service: Service, username: str, password: str = PASSWORD) -> httpx.Client | None:
+    """A browser logged in through the form, or None when the login is refused."""
+    browser = httpx.Client(base_url=service.url, timeout=30)
+    token = re.search(r'name="csrf_token" value="([^"]+)"', browser.get("/login").text).group(1)
+    form = {"username": username, "password": password, "csrf_token": token}
+    reply = browser.post("/login", data=form, follow_redirects=False)
+    if reply.status_code == 303:
+        return browser
+    browser.close()
+    return None
+
+
+def name(prefix: str) -> str:
+    return f"{prefix}-{secrets.token_hex(3)}"
+
+
+def test_closed_by_default_then_open_with_invitation_codes(service: Service) -> None:
+    contest(service, signup="closed")
+    refused = sign_up(service, username=name("x"), password=PASSWORD, team=name("t"))
+    assert refused.status_code == 403 and "closed" in refused.text
+    contest(service, signup="open", team_size=2)
+    ada, team = name("ada"), name("Lovelace")
+    made = sign_up(service, username=ada, password=PASSWORD, team=team)
+    assert made.status_code == 201, made.text
+    assert made.json()["pending"] is False and made.json()["team"] == team
+    code = made.json()["invite_code"]
+    assert code and code in made.json()["detail"]
+    assert log_in(service, ada) is not None
+    bob = name("bob")
+    joined = sign_up(service, username=bob, password=PASSWORD, invite=code)
+    assert joined.status_code == 201 and joined.json()["team"] == team
+    assert joined.json()["invite_code"] is None  # only the team's maker is shown one
+    full = sign_up(service, username=name("cy"), password=PASSWORD, invite=code)
+    assert full.status_code == 409 and "full" in full.text
+    wrong = sign_up(service, username=name("cy"), password=PASSWORD, invite="no-such-code")
+    assert wrong.status_code == 404
+    taken = sign_up(service, username=ada, password=PASSWORD, team=name("t"))
+    assert taken.status_code == 409 and "exists" in taken.text
+    for body in ({"username": name("d"), "password": PASSWORD},  # neither team nor code
+                 {"username": name("d"), "password": PASSWORD, "team": "a", "invite": code},
+                 {"username": name("d"), "password": "short", "team": name("t")}):  # fmt: skip
+        reply = sign_up(service, **body)
+        assert reply.status_code == 400, (body, reply.text)
+    # A member makes a new code; the old one stops working.
+    browser = log_in(service, bob)
+    assert browser is not None
+    token = service.api("POST", "/api/v1/admin/tokens", json={"username": bob}).json()["token"]
+    fresh = service.api("POST", "/api/v1/team/invite", token)
+    assert fresh.status_code == 201 and fresh.json()["invite_code"] != code
+    contest(service, team_size=3)
+    stale = sign_up(service, username=name("cy"), password=PASSWORD, invite=code)
+    assert stale.status_code == 404
+    again = sign_up(
+        service, username=name("cy"), password=PASSWORD, invite=fresh.json()["invite_code"]
+    )
+    assert again.status_code == 201
+
+
+def test_approval_lock_and_password_reset(service: Service) -> None:
+    contest(service, signup="approval", team_size=4)
+    dee = name("dee")
+    made = sign_up(service, username=dee, password=PASSWORD, team=name("Hopper"))
+    assert made.status_code == 201 and made.json()["pending"] is True
+    assert "approval" in made.json()["detail"]
+    assert log_in(service, dee) is None  # not before the approval
+    waiting = service.api("GET", "/api/v1/admin/users/pending").json()
+    assert dee in [u["username"] for u in waiting]
+    assert service.api("POST", f"/api/v1/admin/users/{dee}/approve").status_code == 200
+    browser = log_in(service, dee)
+    assert browser is not None
+    assert browser.get("/submissions", follow_redirects=False).status_code == 200
+    token = service.api("POST", "/api/v1/admin/tokens", json={"username": dee}).json()["token"]
+    assert service.api("GET", "/api/v1/submissions", token).status_code == 200
+    # Locked: the session ends, the token is refused, the login too.
+    locked = service.api("POST", f"/api/v1/admin/users/{dee}/lock", json={"locked": True})
+    assert locked.status_code == 200 and locked.json()["locked"] is True
+    assert browser.get("/submissions", follow_redirects=False).status_code == 303
+    assert service.api("GET", "/api/v1/submissions", token).status_code == 401
+    assert log_in(service, dee) is None
+    service.api("POST", f"/api/v1/admin/users/{dee}/lock", json={"locked": False})
+    assert log_in(service, dee) is not None
+    # A new password: the old one no longer logs in.
+    reset = service.api("POST", f"/api/v1/admin/users/{dee}/password",
+                        json={"password": "another-long-one"})  # fmt: skip
+    assert reset.status_code == 200, reset.text
+    assert log_in(service, dee) is None and log_in(service, dee, "another-long-one") is not None
+    for path, body in ((f"/api/v1/admin/users/{dee}/password", {"password": "short"}),
+                       ("/api/v1/admin/users/nobody-here/approve", None),
+                       ("/api/v1/admin/users/admin/lock", {"locked": True})):  # fmt: skip
+        reply = service.api("POST", path, json=body)
+        assert reply.status_code in (400, 404, 409, 422), (path, reply.text)
+    assert service.api("POST", "/api/v1/admin/users/x/approve", token).status_code in (401, 403)
+    assert "sign_up" in service.api("GET", "/api/v1/admin/audit").text
+
+
+def test_signups_per_address_are_capped(service: Service) -> None:
+    """api.signup.admit on the service's own database: the third from one address in
+    the window is refused; another address is not."""
+    url = service.env.get("MEMORACE_DATABASE_URL") or f"sqlite:///{service.data_dir}/db.sqlite"
+    config = Settings(database_url=url, signups_per_address=2)
+    address = name("203.0.113")
+    for _ in range(2):
+        signup.admit(config, address)
+    with pytest.raises(TooMany, match="this address"):
+        signup.admit(config, address)
+    signup.admit(config, name("198.51.100"))
+
+
+@settings(max_examples=40, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])  # fmt: skip
+@given(st.dictionaries(st.sampled_from(["username", "password", "team", "invite", "x"]),
+                       st.one_of(st.text(max_size=120), st.integers(), st.none()),
+                       max_size=5))  # fmt: skip
+def test_any_signup_body_gets_an_answer_not_a_crash(service: Service, body: dict) -> None:
+    contest(service, signup="open")
+    reply = sign_up(service, **body)
+    assert reply.status_code in (201, 400, 404, 409, 422), reply.text
