@@ -61,7 +61,8 @@ class Listener:
 
     organizer: bool
     team_id: int | None
-    pending: deque[Change] = field(default_factory=deque)
+    # Bounded: a client that never reads keeps the newest HISTORY, not every change.
+    pending: deque[Change] = field(default_factory=lambda: deque(maxlen=HISTORY))
     ready: asyncio.Event = field(default_factory=asyncio.Event)
 
     def offer(self, change: Change) -> None:

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich.text import Text
 
-from client import messages_cli
+from client import accounts_cli, messages_cli
 from client.server import connect, server_errors
 from judge import cli as judge_cli
 from judge.console import err, fmt, new_table, out, print_cases, progress_bar, show
@@ -26,6 +26,7 @@ app = typer.Typer(
 app.add_typer(judge_cli.app)  # no name: the judge's commands join these at the top level
 app.add_typer(trace_cli.app, name="trace")  # imports torch only when a recording runs
 app.add_typer(messages_cli.app)  # clarify, clarifications, announcements; answer, announce
+app.add_typer(accounts_cli.app)  # signup, invite; pending, approve, lock, reset-password
 SERVER = "Server (MEMORACE_URL, MEMORACE_TOKEN or ~/.config/memorace/config.toml)"
 
 

@@ -9,6 +9,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from types import TracebackType
 from typing import Any
+from urllib.parse import quote
 
 import httpx
 
@@ -111,6 +112,19 @@ class Client:
 
     def announce(self, text: str, problem: str = "") -> dict[str, Any]:
         return self._json("POST", "/admin/announcements", json={"text": text, "problem": problem})
+
+    def sign_up(self, username: str, password: str, team: str, invite: str) -> dict[str, Any]:
+        body = {"username": username, "password": password, "team": team, "invite": invite}
+        return self._json("POST", "/signup", json=body)
+
+    def account(self, action: str, username: str = "", **body: Any) -> Any:
+        """An account action (api.signup): "invite" (a new code for your team), "pending",
+        or an organizer's "approve", "lock" or "password" of `username`."""
+        if action == "invite":
+            return self._json("POST", "/team/invite")
+        if action == "pending":
+            return self._json("GET", "/admin/users/pending")
+        return self._json("POST", f"/admin/users/{quote(username, safe='')}/{action}", json=body)
 
     def live_messages(self) -> Iterator[dict[str, Any]]:
         """Questions, answers and announcements as they come (GET /contest/events),

@@ -5,8 +5,11 @@ any body gets an answer, never a 500."""
 
 from __future__ import annotations
 
+import json
+import os
 import re
 import secrets
+import subprocess
 
 import httpx
 import pytest
@@ -16,7 +19,7 @@ from hypothesis import strategies as st
 from api import signup
 from api.errors import TooMany
 from api.settings import Settings
-from tests.service import Service, start_service
+from tests.service import VENV_BIN, Service, start_service
 from tests.test_package import make_package
 from tests.test_service_e2e import backends
 
@@ -161,3 +164,32 @@ def test_any_signup_body_gets_an_answer_not_a_crash(service: Service, body: dict
     contest(service, signup="open")
     reply = sign_up(service, **body)
     assert reply.status_code in (201, 400, 404, 409, 422), reply.text
+
+
+def memorace(service: Service, token: str, *args: str, password: str = "") -> str:
+    env = {**os.environ, "MEMORACE_URL": service.url, "MEMORACE_TOKEN": token, "COLUMNS": "200",
+           "MEMORACE_PASSWORD": password}  # fmt: skip
+    done = subprocess.run([str(VENV_BIN / "memorace"), *args], env=env, capture_output=True,
+                          text=True, timeout=60, check=False)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def test_the_cli_signs_up_and_organizers_keep_accounts(service: Service) -> None:
+    contest(service, signup="approval", team_size=4)
+    eve, team = name("eve"), name("Noether")
+    said = memorace(service, "", "signup", eve, "--team", team, "--json", password=PASSWORD)
+    made = json.loads(said)
+    assert made["pending"] is True and made["invite_code"]
+    admin = service.admin_token
+    assert eve in [u["username"] for u in json.loads(memorace(service, admin, "pending", "--json"))]
+    assert "active" in memorace(service, admin, "approve", eve)
+    assert log_in(service, eve) is not None
+    assert "locked" in memorace(service, admin, "lock", eve)
+    assert log_in(service, eve) is None
+    assert "active" in memorace(service, admin, "lock", eve, "--unlock")
+    memorace(service, admin, "reset-password", eve, password="yet-another-password")
+    assert log_in(service, eve, "yet-another-password") is not None
+    token = service.api("POST", "/api/v1/admin/tokens", json={"username": eve}).json()["token"]
+    fresh = json.loads(memorace(service, token, "invite", "--json"))
+    assert fresh["team"] == team and fresh["invite_code"] != made["invite_code"]
