@@ -61,6 +61,7 @@ class Result:
     session_id: str = ""
     retry_after: float = 0.0  # refused before any hash: throttled (429), or busy (503)
     busy: bool = False
+    refusal: str = ""  # the right password of an account that may not log in (403)
 
 
 @dataclass(frozen=True)
@@ -68,6 +69,7 @@ class _Begun:
     counts: dict[str, int]  # this attempt's number per key
     user_id: int | None
     stored: str  # the user's password hash, "" when none
+    blocked: str = ""  # why the account may not log in even with its password
 
 
 async def attempt(
@@ -159,9 +161,18 @@ def _begin(settings: Settings, keys: list[Key], username: str) -> _Begun | float
         # looked up nowhere but still costs its hash and counts as a failure.
         known = 0 < len(username) <= USERNAME_LENGTH and "\x00" not in username
         user = user_named(db, username) if known else None
-        # A locked or pending account is as one without a password: no login, same cost.
-        usable = user is not None and user.can_log_in
-        return _Begun(counts, user.id if usable else None, user.password_hash if usable else "")
+        if user is None:
+            return _Begun(counts, None, "")
+        # A locked or pending account's password is checked as any (same cost); only its
+        # owner, who knows it, learns why there is no login.
+        blocked = "" if user.can_log_in else _blocked(user)
+        return _Begun(counts, user.id, user.password_hash, blocked)
+
+
+def _blocked(user: User) -> str:
+    if user.locked_at is not None:
+        return "this account is locked; ask the organizers"
+    return "this account waits for an organizer's approval" if user.pending else ""
 
 
 def count_attempt(db: Session, key: str, window_s: float) -> tuple[int, datetime | None]:
@@ -204,6 +215,8 @@ def _finish(
     address: str,
 ) -> Result:
     with session_scope(settings.database_url) as db:
+        if ok and begun.blocked:
+            return Result(refusal=begun.blocked)
         if ok and begun.user_id is not None:
             return _succeed(db, settings, keys, begun.user_id, renewed)
         unknown = begun.user_id is None

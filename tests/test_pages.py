@@ -461,7 +461,9 @@ def test_sign_up_with_approval_and_the_organizers_buttons(service: Service) -> N
     assert re.search(r'id="invite-code">[\w-]{16}<', made.text)
     again = post(anonymous, "/signup", "/signup", {**form, "team": "green2"})
     assert again.status_code == 409 and "exists already" in again.text
-    assert login(service.client_for(None), "newbie").status_code == 401  # pending
+    pending = login(service.client_for(None), "newbie")  # the right password, not approved
+    assert pending.status_code == 403 and "approval" in pending.text
+    assert login(service.client_for(None), "newbie", "not-the-password").status_code == 401
     accounts = boss.get("/admin/accounts").text
     assert "/admin/users/newbie/approve" in accounts
     assert post(boss, "/admin/accounts", "/admin/users/newbie/approve", {}).status_code == 303

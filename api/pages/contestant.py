@@ -75,7 +75,9 @@ async def login(
 def _login_refused(request: Request, username: str, next: str, result: LoginResult) -> Response:
     """401 for a wrong password; 429 (throttled) or 503 (busy) with Retry-After."""
     wait = math.ceil(result.retry_after)
-    if result.busy:
+    if result.refusal:
+        status, error = 403, result.refusal
+    elif result.busy:
         status, error = 503, f"the server is busy checking other logins; try again in {wait} s"
     elif wait:
         status = 429
