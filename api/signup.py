@@ -13,9 +13,11 @@ audit log.
 from __future__ import annotations
 
 import secrets
+import unicodedata
 from typing import Any
 
 from sqlalchemy import func, select
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from api import admin
@@ -51,21 +53,45 @@ def sign_up(db: Session, username: str, password: str, team: str, invite: str) -
         raise ServiceError("a password has at least 8 characters")
     if bool(team.strip()) == bool(invite.strip()):
         raise ServiceError("give a team name to make a team, or a team's invitation code to join")
+    _check_name(username.strip(), "a username", path=True)
+    _check_name(team.strip(), "a team name", path=False)
     code = None
-    if invite.strip():
-        joined = _team_of_code(db, invite.strip(), contest.team_size)
-    else:
-        joined = admin.create_team(db, team, None)
-        code = new_code(joined)
-    user = admin.create_user(db, username, password, joined.name, False, None)
+    try:
+        if invite.strip():
+            joined = _team_of_code(db, invite.strip(), contest.team_size)
+        else:
+            joined = admin.create_team(db, team, None)
+            code = new_code(joined)
+        user = admin.create_user(db, username, password, joined.name, False, None)
+    except IntegrityError:  # a parallel sign-up took the name between the check and ours
+        raise Conflict("this username or team name was just taken; choose another") from None
+    # Counted again after our row: parallel joins each counted before the other's insert.
+    members = db.scalar(select(func.count(User.id)).where(User.team_id == joined.id)) or 0
+    if invite.strip() and members > contest.team_size:
+        most = contest.team_size
+        raise Conflict(f"team '{joined.name}' is full: {most} members, the most a team may have")
     user.pending = contest.signup == "approval"
     record(db, user, "sign_up", username, {"team": joined.name, "pending": user.pending})
     return {"username": user.username, "team": joined.name, "pending": user.pending,
             "invite_code": code, "detail": _welcome(user.pending, code)}  # fmt: skip
 
 
+def _check_name(name: str, what: str, path: bool) -> None:
+    """No control or invisible characters (look-alikes of other names, text that moves
+    a terminal); a username is also a path segment of the organizers' buttons
+    (/admin/users/NAME/...), where '/', '\\' or a dot segment would aim them at another
+    account (a browser resolves 'x/../admin' to 'admin')."""
+    if any(unicodedata.category(c)[0] in "CZ" and c != " " for c in name):
+        raise ServiceError(f"{what} holds a control or invisible character", 422)
+    if path and ("/" in name or "\\" in name or name in (".", "..")):
+        raise ServiceError(f"{what} must not hold '/' or '\\', nor be '.' or '..'", 422)
+
+
 def _team_of_code(db: Session, code: str, size: int) -> Team:
-    team = db.scalar(select(Team).where(Team.invite_hash == token_hash(code)))
+    # Locked (PostgreSQL) so that parallel joins count one after the other; SQLite has
+    # one writer, and sign_up counts again after its insert.
+    found = select(Team).where(Team.invite_hash == token_hash(code)).with_for_update()
+    team = db.scalar(found)
     if team is None or team.system or team.disqualified:
         raise NotFound("no team has this invitation code")
     members = db.scalar(select(func.count(User.id)).where(User.team_id == team.id)) or 0
