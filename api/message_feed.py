@@ -49,6 +49,7 @@ class Change:
     """A message as it became (new, answered, corrected), for each kind of reader."""
 
     seq: int
+    message_id: int
     team_id: int | None
     audience: str
     organizer: str  # the event's data for organizers (JSON)
@@ -90,6 +91,9 @@ def read_changes(url: str, known: dict[int, Any] | None) -> tuple[dict[int, Any]
                 order = (row.answered_at or row.created_at, row.id)
                 datas = [json.dumps(message_dict(row, organizer=o)) for o in (True, False)]
                 found.append((order, row.team_id, row.audience, *datas))
+                # The stamp of what is sent: one committed between the two reads is
+                # news next time, not a second copy of this one.
+                marks[row.id] = row.answered_at
     return marks, sorted(found, key=lambda f: f[0])
 
 
@@ -154,19 +158,22 @@ class MessageFeed:
         marks, found = await anyio.to_thread.run_sync(read_changes, self.url, self.known)
         self.reads += 1
         self.known, self.mark = marks, mark
-        for _, team_id, audience, organizer, contestant in found:
+        for (_, message_id), team_id, audience, organizer, contestant in found:
             self.seq += 1
-            change = Change(self.seq, team_id, audience, organizer, contestant)
+            change = Change(self.seq, message_id, team_id, audience, organizer, contestant)
             self.history.append(change)
             for listener in list(self.listeners):
                 listener.offer(change)
 
     @contextlib.asynccontextmanager
     async def listen(self, listener: Listener, after: int) -> AsyncIterator[Listener]:
-        """Adds `listener`, first offered what came after `after` (a seq of this feed)."""
+        """Adds `listener`, first offered what came after `after` (a seq of this feed):
+        of each message only its latest change, as it is now (an answer to all that the
+        jury corrected to the asking team alone is not replayed to the other teams)."""
         self.start()
+        latest = {change.message_id: change.seq for change in self.history}
         for change in self.history:
-            if change.seq > after:
+            if change.seq > after and latest[change.message_id] == change.seq:
                 listener.offer(change)
         self.listeners.add(listener)
         try:
