@@ -88,6 +88,8 @@ def check_token(db: Session, token: str) -> TokenCheck:
         return TokenCheck(row, f"this token expired at {when}; ask the organizers for a new one")
     if row.user.locked_at is not None:
         return TokenCheck(row, "this account is locked; ask the organizers")
+    if row.user.pending:
+        return TokenCheck(row, "this account waits for an organizer's approval")
     return TokenCheck(row, "")
 
 

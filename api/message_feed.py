@@ -42,6 +42,8 @@ from api.settings import Settings
 log = logging.getLogger("memorace.messages")
 HISTORY = 500  # changes kept for streams that reconnect (Last-Event-ID)
 SAFETY_POLL_S = 3.0  # the fingerprint poll's interval while news comes
+STREAM_S = 300.0  # a stream's life: then the client reconnects and is checked again
+RECONNECT_MS = 1000  # when a browser reconnects after the end (the SSE `retry` field)
 
 
 @dataclass(frozen=True)
@@ -214,21 +216,24 @@ async def open_stream(request: Request, settings: Settings, user: Caller) -> Any
     # EventSource sends Last-Event-ID on a reconnect; a page gives where it was rendered.
     last = request.headers.get("last-event-id") or request.query_params.get("after", "")
     after = hub.resume_from(last)
-    body = _events(hub, listener, after, settings.sse_keepalive_s)
+    body = _events(hub, listener, after, settings.sse_keepalive_s, STREAM_S)
     return EventStream(body, slot)
 
 
 async def _events(
-    hub: MessageFeed, listener: Listener, after: int | None, keepalive_s: float
+    hub: MessageFeed, listener: Listener, after: int | None, keepalive_s: float, life_s: float
 ) -> AsyncIterator[str]:
     """`ready` at once, then `message` per change the reader may read; a keep-alive
-    comment when quiet."""
+    comment when quiet. The stream ends after `life_s`: the client reconnects (with
+    Last-Event-ID), so who may read what is checked again (a lock, a team change)."""
     start = hub.seq if after is None else after
+    clock = asyncio.get_running_loop().time
+    end = clock() + life_s
     async with hub.listen(listener, start):
-        yield f"id: {hub.name}:{start}\nevent: ready\ndata: {{}}\n\n"
-        while True:
+        yield f"retry: {RECONNECT_MS}\nid: {hub.name}:{start}\nevent: ready\ndata: {{}}\n\n"
+        while clock() < end:
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(listener.ready.wait(), keepalive_s)
+                await asyncio.wait_for(listener.ready.wait(), min(keepalive_s, end - clock()))
             listener.ready.clear()
             if not listener.pending:
                 yield ": keep-alive\n\n"

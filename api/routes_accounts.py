@@ -3,6 +3,7 @@ invitation code, and the organizers' approve, lock and password reset."""
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 from fastapi import APIRouter, Request
@@ -36,8 +37,8 @@ def sign_up(body: SignUpIn, request: Request, settings: Config, db: DB) -> dict[
     a team whose invitation code you were given (`invite`). With approval, an organizer
     approves the account before it can log in. A few per address and hour."""
     address = request.client.host if request.client else "unknown"
-    signup.admit(settings, address)  # counted in its own commit, before the hash
-    return signup.sign_up(db, body.username, body.password, body.team, body.invite)
+    admit = partial(signup.admit, settings, address)  # its own commit, before the hash
+    return signup.sign_up(db, body.username, body.password, body.team, body.invite, admit)
 
 
 @router.post("/team/invite", status_code=201)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import secrets
 import unicodedata
+from collections.abc import Callable
 from typing import Any
 
 from sqlalchemy import func, select
@@ -44,8 +45,12 @@ def admit(settings: Settings, address: str) -> None:
         )
 
 
-def sign_up(db: Session, username: str, password: str, team: str, invite: str) -> dict[str, Any]:
-    """A new account in a new team (`team`, a name) or in the team whose code is `invite`."""
+def sign_up(
+    db: Session, username: str, password: str, team: str, invite: str, admit: Callable[[], None]
+) -> dict[str, Any]:
+    """A new account in a new team (`team`, a name) or in the team whose code is `invite`.
+    `admit` (the per-address count) runs once the request is known to be good, just
+    before the password's hash: a refused request counts nothing."""
     contest = admin.contest(db)
     if contest.signup not in ("open", "approval"):
         raise Forbidden("sign-up is closed: the organizers make the accounts")
@@ -55,11 +60,19 @@ def sign_up(db: Session, username: str, password: str, team: str, invite: str) -
         raise ServiceError("give a team name to make a team, or a team's invitation code to join")
     _check_name(username.strip(), "a username", path=True)
     _check_name(team.strip(), "a team name", path=False)
+    if len(password) < 8:
+        raise ServiceError("a password has at least 8 characters")
+    if user_named(db, username.strip()) is not None:
+        raise Conflict(f"user '{username.strip()}' exists already")
     code = None
     try:
         if invite.strip():
             joined = _team_of_code(db, invite.strip(), contest.team_size)
+            admit()
         else:
+            if db.scalar(select(Team.id).where(Team.name == team.strip())) is not None:
+                raise Conflict(f"team '{team.strip()}' exists already")
+            admit()
             joined = admin.create_team(db, team, None)
             code = new_code(joined)
         user = admin.create_user(db, username, password, joined.name, False, None)

@@ -69,6 +69,12 @@ def messages(
 
 
 def _line(m: dict[str, Any]) -> str:
+    """One line, with no control character of anyone's text (a question's escape codes
+    would reach the organizer's terminal)."""
+    return "".join(c if c.isprintable() else " " for c in _words(m))
+
+
+def _words(m: dict[str, Any]) -> str:
     about = f" ({m['problem']})" if m.get("problem") else ""
     if m.get("kind") == "announcement":
         return f"announcement #{m.get('id')}{about}: {m.get('text')}"

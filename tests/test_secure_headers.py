@@ -13,6 +13,7 @@ import httpx
 from fastapi.testclient import TestClient
 
 from api import hotpath, problems, readcache
+from tests.test_api_hostile_input import ENDLESS
 from tests.test_read_scaling import client, contestant, judge, submit  # noqa: F401
 
 SCORES = {"one": 1.0, "three": 0.5, "two": 0.25}
@@ -78,6 +79,8 @@ def test_every_answer_of_every_get_route_has_nosniff_and_a_policy(client) -> Non
     nobody = TestClient(client.app)
     checked = 0
     for route in routes:
+        if route in ENDLESS:  # never ends by itself (a submission's stream, its twin, is)
+            continue
         path = re.sub(r"\{([^}]+)\}", lambda m: values.get(m.group(1), "1"), route)
         for who, headers in (("organizer", {}), ("contestant", red), ("nobody", None)):
             reply = (nobody if headers is None else client).get(path, headers=headers or {})

@@ -45,8 +45,9 @@ def signup_form(
     """The invitation code is in this response only (as a new API token is)."""
     mode = admin.contest(db).signup
     try:
-        signup.admit(settings, request.client.host if request.client else "unknown")
-        made = signup.sign_up(db, username, password, team, invite)
+        address = request.client.host if request.client else "unknown"
+        admit = partial(signup.admit, settings, address)
+        made = signup.sign_up(db, username, password, team, invite, admit)
     except ServiceError as exc:
         db.rollback()
         return _page(request, mode, exc.status, error=exc.message, username=username, team=team)
