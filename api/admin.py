@@ -8,7 +8,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from api import baselines, finals, queue
+from api import baselines, contests, finals, queue
 from api.audit import record
 from api.auth import hash_password, new_token
 from api.db.models import Contest, Judging, Submission, Team, User, aware
@@ -20,7 +20,8 @@ SIGNUP_MODES = ("closed", "open", "approval")  # api.signup
 MAX_TEAM_SIZE = 100
 
 
-def create_team(db: Session, name: str, actor: User | None) -> Team:
+def create_team(db: Session, name: str, actor: User | None, contest: Contest | None = None) -> Team:
+    """A team, registered in `contest` (None: the current contest)."""
     name = name.strip()
     if not 1 <= len(name) <= 100:
         raise ServiceError("a team name has 1 to 100 characters")
@@ -31,7 +32,9 @@ def create_team(db: Session, name: str, actor: User | None) -> Team:
     team = Team(name=name)
     db.add(team)
     db.flush()
-    record(db, actor, "create_team", name)
+    contest = contest if contest is not None else contests.current(db)
+    contests.register(db, contest, team.id)
+    record(db, actor, "create_team", name, {"contest": contest.slug}, contest=contest.id)
     return team
 
 
@@ -180,16 +183,15 @@ def disqualify(
 
 
 def contest(db: Session) -> Contest:
-    row = db.get(Contest, 1)
-    if row is None:
-        row = Contest(id=1)
-        db.add(row)
-        db.flush()
-    return row
+    """The installation's current contest (api.contests)."""
+    return contests.current(db)
 
 
-def update_contest(db: Session, actor: User | None, changes: dict[str, Any]) -> Contest:
-    row = contest(db)
+def update_contest(
+    db: Session, actor: User | None, changes: dict[str, Any], row: Contest | None = None
+) -> Contest:
+    """Changes `row`'s settings (None: the current contest's)."""
+    row = row if row is not None else contest(db)
     allowed = {"title", "start_at", "end_at", "freeze_at", "hidden_revealed", "hidden_detail",
                "baselines", "hidden_judging", "final_picks", "signup", "team_size"}  # fmt: skip
     unknown = set(changes) - allowed
@@ -209,11 +211,12 @@ def update_contest(db: Session, actor: User | None, changes: dict[str, Any]) -> 
     for key, value in changes.items():
         setattr(row, key, value)
     if revealing:  # the baselines' hidden cases are judged now (sent after the commit)
-        baselines.after_reveal(db)
+        baselines.after_reveal(db, row)
     start, end = row.start_at, row.end_at
     if isinstance(start, datetime) and isinstance(end, datetime) and aware(end) <= aware(start):
         raise ServiceError("the contest must end after it starts")
-    record(db, actor, "update_contest", "contest", {k: str(v) for k, v in changes.items()})
+    detail = {k: str(v) for k, v in changes.items()}
+    record(db, actor, "update_contest", f"contest {row.slug}", detail, contest=row.id)
     return row
 
 
@@ -239,6 +242,9 @@ def contest_dict(row: Contest) -> dict[str, Any]:
         return v.isoformat() if v else None
 
     return {
+        "id": row.id,
+        "slug": row.slug,
+        "current": row.is_current,
         "title": row.title,
         "start_at": iso(row.start_at),
         "end_at": iso(row.end_at),

@@ -12,11 +12,18 @@ from api.db.models import AuditEntry, User, utcnow
 
 
 def record(
-    db: Session, actor: User | None, action: str, target: str, detail: dict[str, Any] | None = None
+    db: Session,
+    actor: User | None,
+    action: str,
+    target: str,
+    detail: dict[str, Any] | None = None,
+    contest: int | None = None,
 ) -> None:
+    """`contest`: the contest's id where the action is one contest's (its audit export)."""
+    actor_id = actor.id if actor else None
     db.add(
         AuditEntry(
-            actor_id=actor.id if actor else None, action=action, target=target, detail=detail or {}
+            actor_id=actor_id, action=action, target=target, detail=detail or {}, contest_id=contest
         )
     )
 

@@ -19,7 +19,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from api import queue
+from api import contests, queue
 from api.blobs import blob_store
 from api.db.models import (
     Baseline,
@@ -58,8 +58,9 @@ def owner(db: Session) -> User:
 
 
 def enabled(db: Session, settings: Settings) -> bool:
-    contest = db.get(Contest, 1)
-    return settings.baselines and (contest is None or contest.baselines)
+    """Whether new versions get baselines: some contest shows them."""
+    shown = select(Contest.id).where(Contest.baselines.is_(True)).limit(1)
+    return settings.baselines and db.scalar(shown) is not None
 
 
 def create_for(db: Session, settings: Settings, version: ProblemVersion) -> int:
@@ -119,13 +120,13 @@ def catch_up(settings: Settings) -> int:
     return len(ids)
 
 
-def after_reveal(db: Session) -> int:
-    """Queue (in this transaction) a judging of every baseline judged on the public split
-    only; `send` enqueues them once committed. A baseline still queued needs none: it
-    will run every split."""
+def after_reveal(db: Session, contest: Contest) -> int:
+    """Queue (in this transaction) a judging of every baseline of `contest`'s versions
+    judged on the public split only; `send` enqueues them once committed. A baseline
+    still queued needs none: it will run every split."""
     made = 0
-    current = select(Problem.current_version_id)
-    for base in db.scalars(select(Baseline).where(Baseline.version_id.in_(current))):
+    versions = contests.version_ids(db, contest)
+    for base in db.scalars(select(Baseline).where(Baseline.version_id.in_(versions))):
         sub = base.submission
         waiting = db.scalar(
             select(Judging.id).where(Judging.submission_id == sub.id, Judging.status == "queued")
@@ -142,11 +143,14 @@ def after_reveal(db: Session) -> int:
     return made
 
 
-def rows(db: Session, version_id: int, revealed: bool) -> list[dict[str, Any]]:
-    """The board's baseline rows, naive to strong; [] while the organizer hides them.
-    `revealed`: whether the viewer may see hidden scores (the board's own rule)."""
-    contest = db.get(Contest, 1)
-    if contest is not None and not contest.baselines:
+def rows(
+    db: Session, version_id: int, revealed: bool, contest: Contest | None = None
+) -> list[dict[str, Any]]:
+    """The board's baseline rows, naive to strong; [] while `contest`'s organizer hides
+    them (None: the current contest). `revealed`: whether the viewer may see hidden
+    scores (the board's own rule, by the board's contest)."""
+    contest = contest if contest is not None else contests.current(db)
+    if not contest.baselines:
         return []
     found = db.execute(
         select(Baseline.name, Submission)

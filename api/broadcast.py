@@ -29,7 +29,7 @@ import anyio
 from sqlalchemy import func, select
 from sqlalchemy.orm import joinedload
 
-from api import hidden, news, readcache, submissions
+from api import news, readcache, submissions
 from api.db.models import CaseResultRow, Contest, Judging, Submission, User
 from api.db.session import session_scope
 from api.settings import Settings
@@ -68,7 +68,7 @@ def build_view(
     """`found`: submissions.shown_and_position's answer (one for every class)."""
     judging, position = found
     body = submissions.submission_dict(
-        db, sub, viewer, known=(judging, position, hidden.hidden_policy(db, viewer))
+        db, sub, viewer, known=(judging, position, submissions.policy_for(db, sub, viewer))
     )
     # Commit order (row ids): what a viewer sees of a judging is always a prefix of it,
     # so a case's position (its seq) is the same on every connection and after a reconnect.
@@ -126,10 +126,10 @@ def fingerprints(url: str, ids: list[int]) -> tuple[dict[int, tuple], tuple]:
         queue = db.execute(
             select(func.count(Judging.id), func.max(Judging.id)).where(Judging.status == "queued")
         ).one()
-        contest = db.execute(
-            select(Contest.hidden_revealed, Contest.hidden_detail).where(Contest.id == 1)
-        ).one_or_none()
-    return found, (tuple(queue), tuple(contest) if contest else None)
+        # every contest's reveal (a submission's view follows its own contest's)
+        reveals = select(Contest.id, Contest.hidden_revealed, Contest.hidden_detail)
+        contest = tuple(tuple(r) for r in db.execute(reveals.order_by(Contest.id)))
+    return found, (tuple(queue), contest)
 
 
 class Viewer:

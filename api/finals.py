@@ -21,12 +21,11 @@ from typing import Any
 from sqlalchemy import Select, select
 from sqlalchemy.orm import Session
 
-from api import queue
+from api import contests, queue
 from api.audit import record
 from api.db.models import (
     Contest,
     Judging,
-    Problem,
     ProblemVersion,
     Submission,
     Team,
@@ -35,7 +34,7 @@ from api.db.models import (
     utcnow,
 )  # fmt: skip
 from api.errors import Conflict, Forbidden, NotFound, ServiceError
-from api.problems import current_version
+from api.problems import all_current, current_version
 from api.submissions import lock_team
 
 MODES = ("submission", "final")
@@ -43,28 +42,34 @@ MAX_PICKS = 20
 ACTIVE = ("queued", "running", "final")
 
 
-def contest_row(db: Session) -> Contest | None:
-    return db.get(Contest, 1)
+def contest_row(db: Session, sub: Submission | None = None) -> Contest:
+    """`sub`'s contest; without one, the current contest."""
+    return contests.of_submission(db, sub) if sub is not None else contests.current(db)
 
 
-def final_mode(db: Session) -> bool:
-    contest = contest_row(db)
-    return contest is not None and contest.hidden_judging == "final"
+def final_mode(db: Session, contest: Contest | None = None) -> bool:
+    return (contest or contest_row(db)).hidden_judging == "final"
 
 
 def split_for(db: Session, sub: Submission, kind: str) -> str:
     """The split a judging of `sub` of this `kind` runs."""
-    contest = contest_row(db)
     if kind == "final":
         return "all"
-    if sub.team.system:
-        return "all" if contest is not None and contest.hidden_revealed else "public"
-    if contest is None or contest.hidden_judging != "final":
+    if sub.team.system:  # a baseline serves every contest that holds its version
+        return "all" if _revealed_for(db, sub.version) else "public"
+    contest = contest_row(db, sub)
+    if contest.hidden_judging != "final":
         return "all"
     # Hidden cases only in the final judging: a rejudge of a submission judged finally
     # (or whose final judging failed) is one again; any other judging, public only
     # (scores a submission met the hidden cases with in the other mode do not count).
     return "all" if kind == "rejudge" and _ever_final(db, sub) else "public"
+
+
+def _revealed_for(db: Session, version: ProblemVersion) -> bool:
+    held = contests.contests_of_version(db, version.id, version.problem_id)
+    query = select(Contest.id).where(Contest.id.in_(held), Contest.hidden_revealed.is_(True))
+    return db.scalar(query.limit(1)) is not None
 
 
 def _ever_final(db: Session, sub: Submission) -> bool:
@@ -75,14 +80,16 @@ def _ever_final(db: Session, sub: Submission) -> bool:
 def paces_hidden(db: Session, sub: Submission, kind: str) -> bool:
     """Whether the worker paces this judging's hidden cases: a contestant would otherwise
     read how long each took from when the judging ends."""
-    contest = contest_row(db)
-    return not (sub.team.system or kind == "final" or (contest and contest.hidden_revealed))
+    contest = contest_row(db, sub)
+    return not (sub.team.system or kind == "final" or contest.hidden_revealed)
 
 
-def picks(db: Session, team: Team, version: ProblemVersion) -> list[Submission]:
-    """What the final judging takes of `team` on `version`: its picks, or else its best
-    public submission (the earliest of equals)."""
-    mine = _team_subs(team, version).where(Submission.disqualified.is_(False))
+def picks(
+    db: Session, team: Team, version: ProblemVersion, contest: Contest | None = None
+) -> list[Submission]:
+    """What the final judging takes of `team` on `version` (in `contest`): its picks, or
+    else its best public submission (the earliest of equals)."""
+    mine = _team_subs(team, version, contest).where(Submission.disqualified.is_(False))
     chosen = list(db.scalars(mine.where(Submission.final_pick.is_(True)).order_by(Submission.id)))
     if chosen:
         return chosen
@@ -94,9 +101,11 @@ def picks(db: Session, team: Team, version: ProblemVersion) -> list[Submission]:
     return [best] if best is not None else []
 
 
-def started(db: Session, version: ProblemVersion, team: Team | None = None) -> bool:
-    """Whether the final judging of `version` (of `team`'s submissions) has been started:
-    the picks are fixed from then on."""
+def started(
+    db: Session, version: ProblemVersion, team: Team | None = None, contest: Contest | None = None
+) -> bool:
+    """Whether the final judging of `version` (of `team`'s submissions, in `contest`) has
+    been started: the picks are fixed from then on."""
     found = (
         select(Judging.id)
         .join(Submission)
@@ -104,53 +113,61 @@ def started(db: Session, version: ProblemVersion, team: Team | None = None) -> b
     )
     if team is not None:
         found = found.where(Submission.team_id == team.id)
+    if contest is not None:
+        found = found.where(Submission.contest_id == contest.id)
     return db.scalar(found.limit(1)) is not None
 
 
-def view(db: Session, team: Team, slug: str) -> dict[str, Any]:
-    version = current_version(db, slug)
-    contest = contest_row(db)
-    chosen = [s.id for s in picks(db, team, version)]
+def view(db: Session, team: Team, slug: str, contest: Contest | None = None) -> dict[str, Any]:
+    contest = contest or contest_row(db)
+    version = current_version(db, slug, contest)
+    chosen = [s.id for s in picks(db, team, version, contest)]
     return {
         "problem": slug,
-        "hidden_judging": contest.hidden_judging if contest else "submission",
-        "picks_allowed": contest.final_picks if contest else 1,
-        "picked": [s.id for s in _picked(db, team, version)],
+        "contest": contest.slug,
+        "hidden_judging": contest.hidden_judging,
+        "picks_allowed": contest.final_picks,
+        "picked": [s.id for s in _picked(db, team, version, contest)],
         "judged_at_the_end": chosen,  # the picks, or the best public submission
-        "locked": started(db, version),
+        "locked": started(db, version, contest=contest),
     }
 
 
-def choose(db: Session, user: User, slug: str, ids: list[int]) -> dict[str, Any]:
-    """A team's picks for the final judging of `slug` (replacing earlier ones), while
-    the contest runs."""
+def choose(
+    db: Session, user: User, slug: str, ids: list[int], contest: Contest | None = None
+) -> dict[str, Any]:
+    """A team's picks for the final judging of `slug` in `contest` (replacing earlier
+    ones), while the contest runs."""
     team = user.team
     if team is None:
         raise Forbidden("only a team's members pick its submissions")
     lock_team(db, team.id)  # two requests at once must not make K + K picks
-    version = current_version(db, slug)
-    contest = contest_row(db)
-    if contest is not None and contest.end_at is not None and utcnow() >= aware(contest.end_at):
+    contest = contest or contest_row(db)
+    version = current_version(db, slug, contest)
+    if contest.end_at is not None and utcnow() >= aware(contest.end_at):
         raise Conflict("the contest has ended: the picks are fixed")
-    allowed = contest.final_picks if contest else 1
+    allowed = contest.final_picks
     if len(set(ids)) != len(ids):
         raise ServiceError("each submission at most once", 422)
     if len(ids) > allowed:
         raise ServiceError(f"at most {allowed} picks on this contest", 422)
-    if started(db, version):
+    if started(db, version, contest=contest):
         raise Conflict("the final judging has started: the picks are fixed")
-    chosen = [_own(db, team, version, i) for i in ids]
-    for sub in _picked(db, team, version):
+    chosen = [_own(db, team, version, i, contest) for i in ids]
+    for sub in _picked(db, team, version, contest):
         sub.final_pick = False
     for sub in chosen:
         sub.final_pick = True
-    record(db, user, "final_picks", slug, {"team": team.name, "submissions": ids})
-    return view(db, team, slug)
+    detail = {"team": team.name, "submissions": ids}
+    record(db, user, "final_picks", slug, detail, contest=contest.id)
+    return view(db, team, slug, contest)
 
 
-def _own(db: Session, team: Team, version: ProblemVersion, sub_id: int) -> Submission:
+def _own(
+    db: Session, team: Team, version: ProblemVersion, sub_id: int, contest: Contest
+) -> Submission:
     sub = db.get(Submission, sub_id)
-    if sub is None or sub.team_id != team.id:
+    if sub is None or sub.team_id != team.id or sub.contest_id != contest.id:
         raise NotFound(f"no submission {sub_id} of your team")
     if sub.version_id != version.id:
         raise ServiceError(f"submission {sub_id} is not for this problem's current version", 422)
@@ -159,58 +176,69 @@ def _own(db: Session, team: Team, version: ProblemVersion, sub_id: int) -> Submi
     return sub
 
 
-def _picked(db: Session, team: Team, version: ProblemVersion) -> list[Submission]:
-    rows = _team_subs(team, version).where(Submission.final_pick.is_(True))
+def _picked(
+    db: Session, team: Team, version: ProblemVersion, contest: Contest | None = None
+) -> list[Submission]:
+    rows = _team_subs(team, version, contest).where(Submission.final_pick.is_(True))
     return list(db.scalars(rows.order_by(Submission.id)))
 
 
-def _team_subs(team: Team, version: ProblemVersion) -> Select[tuple[Submission]]:
-    return select(Submission).where(
+def _team_subs(
+    team: Team, version: ProblemVersion, contest: Contest | None = None
+) -> Select[tuple[Submission]]:
+    query = select(Submission).where(
         Submission.team_id == team.id, Submission.version_id == version.id
     )
+    return query if contest is None else query.where(Submission.contest_id == contest.id)
 
 
-def start(db: Session, actor: User | None, slug: str | None) -> list[int]:
+def start(
+    db: Session, actor: User | None, slug: str | None, contest: Contest | None = None
+) -> list[int]:
     """Queue the final judging of every team's picks (and the baselines) on `slug`'s current
     version, or every problem's. The first call fixes each team's picks (its best public
     submission where it chose none, at most `final_picks`); a later one queues again only
     what of those has no final judging (one that failed). Returns the new judgings' ids."""
-    contest = contest_row(db)
-    if contest is None or contest.hidden_judging != "final":
+    contest = contest or contest_row(db)
+    if contest.hidden_judging != "final":
         raise Conflict("this contest judges hidden cases with every submission "
                        "(hidden_judging = submission): there is no final judging")  # fmt: skip
     if contest.end_at is not None and utcnow() < aware(contest.end_at):
         raise Conflict("the contest is still open: the final judging starts after its end")
-    versions = [current_version(db, slug)] if slug else _current_versions(db)
+    versions = [current_version(db, slug, contest)] if slug else all_current(db, contest)
     ids = []
+    teams = set(contests.registered_teams(db, contest))
     for version in versions:
         for team in db.scalars(select(Team).where(Team.disqualified.is_(False))):
             if team.system:
                 subs = _baseline_subs(db, team, version)
+            elif team.id in teams:
+                subs = _fixed_picks(db, team, version, contest)
             else:
-                subs = _fixed_picks(db, team, version, contest.final_picks)
+                continue
             ids += [_queue_final(db, sub) for sub in subs if not _has_final(db, sub)]
     db.flush()
-    record(db, actor, "final_judging", slug or "all problems", {"judgings": ids})
+    record(
+        db, actor, "final_judging", slug or "all problems", {"judgings": ids}, contest=contest.id
+    )
     return ids
 
 
-def _fixed_picks(db: Session, team: Team, version: ProblemVersion, most: int) -> list[Submission]:
-    """The team's picks, fixed by the first start (marked, at most `most`): a submission
-    that ends later with a better public score does not join them."""
-    if started(db, version, team):
-        return _picked(db, team, version)
-    chosen = picks(db, team, version)
+def _fixed_picks(
+    db: Session, team: Team, version: ProblemVersion, contest: Contest
+) -> list[Submission]:
+    """The team's picks, fixed by the first start (marked, at most the contest's
+    `final_picks`): a submission that ends later with a better public score does not
+    join them."""
+    most = contest.final_picks
+    if started(db, version, team, contest):
+        return _picked(db, team, version, contest)
+    chosen = picks(db, team, version, contest)
     for sub in chosen[most:]:
         sub.final_pick = False
     for sub in chosen[:most]:
         sub.final_pick = True
     return chosen[:most]
-
-
-def _current_versions(db: Session) -> list[ProblemVersion]:
-    current = select(Problem.current_version_id).where(Problem.current_version_id.is_not(None))
-    return list(db.scalars(select(ProblemVersion).where(ProblemVersion.id.in_(current))))
 
 
 def _baseline_subs(db: Session, team: Team, version: ProblemVersion) -> list[Submission]:

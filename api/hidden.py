@@ -9,6 +9,7 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
+from api import contests
 from api.db.models import CaseResultRow, Contest, Judging, Submission, User
 
 # What a viewer sees of hidden cases: "all" (organizers; everybody after the reveal),
@@ -27,16 +28,18 @@ def sees_hidden(user: User | None, revealed: bool) -> bool:
     return bool(user and user.is_admin) or revealed
 
 
-def hidden_policy(db: Session, user: User | None) -> str:
-    contest = db.get(Contest, 1)
-    if sees_hidden(user, bool(contest and contest.hidden_revealed)):
+def hidden_policy(db: Session, user: User | None, contest: Contest | None = None) -> str:
+    """By `contest`'s reveal and detail (None: the current contest's). A submission's
+    hidden cases follow the contest it was made in (contests.of_submission)."""
+    contest = contest if contest is not None else contests.current(db)
+    if sees_hidden(user, contest.hidden_revealed):
         return "all"
-    detail = contest.hidden_detail if contest else "verdict"
+    detail = contest.hidden_detail
     return detail if detail in HIDDEN_DETAILS else "judged"  # unknown: the stricter
 
 
-def hidden_visible(db: Session, user: User | None) -> bool:
-    return hidden_policy(db, user) == "all"
+def hidden_visible(db: Session, user: User | None, contest: Contest | None = None) -> bool:
+    return hidden_policy(db, user, contest) == "all"
 
 
 def result_dict(row: CaseResultRow, policy: str) -> dict[str, Any]:

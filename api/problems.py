@@ -12,11 +12,11 @@ from pathlib import Path
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from api import baselines
+from api import baselines, contests
 from api.audit import record
 from api.blobs import blob_store
 from api.blobs.packages import package_root, put_package
-from api.db.models import Case, Problem, ProblemVersion, User
+from api.db.models import Case, Contest, Problem, ProblemVersion, User
 from api.errors import NotFound, ServiceError
 from api.settings import Settings
 from judge.archive import find_root, unpack_tar, unpack_zip
@@ -46,10 +46,11 @@ def import_package(
     package = _load(source)
     digest = package_digest(package.root)
     problem = db.scalar(select(Problem).where(Problem.slug == package.slug))
-    if problem is None:
+    if problem is None:  # a new problem joins the current contest (others: api.contests)
         problem = Problem(slug=package.slug)
         db.add(problem)
         db.flush()
+        contests.add_problem(db, contests.current(db), problem, None)
     current = db.get(ProblemVersion, problem.current_version_id or -1)
     if current is not None and current.sha256 == digest:
         if current.package_blob is None:  # imported before the blob store: into it now
@@ -138,11 +139,18 @@ def _version_row(
     return version
 
 
-def current_version(db: Session, slug: str) -> ProblemVersion:
+def current_version(db: Session, slug: str, contest: Contest | None = None) -> ProblemVersion:
+    """The problem's current version; with `contest`, the version that contest uses (a
+    problem not in it is not found)."""
     problem = db.scalar(select(Problem).where(Problem.slug == slug))
     if problem is None or problem.current_version_id is None:
         raise NotFound(f"no problem '{slug}'")
-    version = db.get(ProblemVersion, problem.current_version_id)
+    version_id = problem.current_version_id
+    if contest is not None:
+        version_id = contests.pinned_version(db, contest, problem)
+        if version_id is None:
+            raise NotFound(f"no problem '{slug}' in contest '{contest.slug}'")
+    version = db.get(ProblemVersion, version_id)
     assert version is not None
     return version
 
@@ -186,8 +194,12 @@ def version_facts(db: Session, ids: Iterable[int]) -> dict[int, VersionFacts]:
     return found
 
 
-def all_current(db: Session) -> list[ProblemVersion]:
-    ids = db.scalars(select(Problem.current_version_id).order_by(Problem.slug)).all()
+def all_current(db: Session, contest: Contest | None = None) -> list[ProblemVersion]:
+    """Every problem's current version; with `contest`, the versions it uses, in order."""
+    if contest is None:
+        ids = db.scalars(select(Problem.current_version_id).order_by(Problem.slug)).all()
+    else:
+        ids = contests.version_ids(db, contest)
     return [v for v in (db.get(ProblemVersion, i) for i in ids if i) if v is not None]
 
 

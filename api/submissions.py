@@ -14,7 +14,7 @@ from sqlalchemy import ColumnElement, func, select, update
 from sqlalchemy.orm import Session, aliased
 from sqlalchemy.orm.attributes import set_committed_value
 
-from api import queue
+from api import contests, queue
 from api.blobs import blob_store
 from api.db.models import (
     CaseResultRow,
@@ -58,28 +58,37 @@ def artifact_path(settings: Settings, sha256: str, filename: str) -> Path:
 
 
 def create_submission(
-    db: Session, settings: Settings, user: User, slug: str, filename: str, data: bytes
+    db: Session,
+    settings: Settings,
+    user: User,
+    slug: str,
+    filename: str,
+    data: bytes,
+    contest_ref: str | None = None,
 ) -> tuple[Submission, bool]:
-    """(the submission, whether an earlier identical one was reused). Commits nothing."""
+    """(the submission, whether an earlier identical one was reused), in the contest
+    `contest_ref` names (None: the caller's, api.contests.resolve). Commits nothing."""
     if user.team is None:
         raise Forbidden("your account belongs to no team, so it cannot submit")
     if user.team.system:  # only api.baselines submits for it, never through here
         raise Forbidden(f"team '{user.team.name}' is the reference planners': it cannot submit")
     if user.team.disqualified:
         raise Forbidden(f"team '{user.team.name}' is disqualified")
-    _check_window(db, user)
+    contest = contests.resolve(db, user, contest_ref)
+    _check_entered(db, user, contest)
     filename = _clean_name(filename)
     language = language_of(filename)
     if not data:
         raise ServiceError("the uploaded file is empty")
     if len(data) > settings.upload_limit_bytes:
         raise too_large(settings.upload_limit_bytes)
-    version = current_version(db, slug)
+    version = current_version(db, slug, contest)
     sha = hashlib.sha256(data).hexdigest()
     earlier = db.scalar(
         select(Submission)
         .where(
             Submission.team_id == user.team_id,
+            Submission.contest_id == contest.id,
             Submission.version_id == version.id,
             Submission.sha256 == sha,
             Submission.status != "error",
@@ -95,6 +104,7 @@ def create_submission(
         team_id=user.team_id,
         user_id=user.id,
         version_id=version.id,
+        contest_id=contest.id,
         sha256=sha,
         filename=filename,
         language=language,
@@ -168,10 +178,13 @@ def lock_team(db: Session, team_id: int | None) -> None:
         db.execute(no_op.execution_options(memorace_bookkeeping=True))  # no news for tokens
 
 
-def _check_window(db: Session, user: User) -> None:
-    contest = db.get(Contest, 1)
-    if contest is None or user.is_admin:
+def _check_entered(db: Session, user: User, contest: Contest) -> None:
+    """Contestants submit to a contest their team is registered in, while it runs."""
+    if user.is_admin:
         return
+    if contest.id not in contests.registered(db, user.team_id):
+        raise Forbidden(f"team '{user.team.name if user.team else ''}' is not registered "
+                        f"in contest '{contest.slug}'")  # fmt: skip
     now = utcnow()
     if contest.start_at and now < aware(contest.start_at):
         raise Forbidden(f"the contest starts at {contest.start_at.isoformat()}")
@@ -226,11 +239,16 @@ def _shown_after(db: Session, sub: Submission, judging: Judging | None) -> Judgi
     return judging
 
 
-def on_the_board(version_id: int, system: bool = False) -> tuple[ColumnElement[bool], ...]:
+def on_the_board(
+    version_id: int, system: bool = False, contest_id: int | None = None
+) -> tuple[ColumnElement[bool], ...]:
     """Which submissions count on a problem version's board (its ranks, its history,
     the per-case bests): judged to the end, neither it nor its team disqualified, of
-    the contestants' teams (`system`: of the baselines' team). The query joins Team."""
+    the contestants' teams (`system`: of the baselines' team, shared by every contest),
+    made in contest `contest_id` (None: any). The query joins Team."""
+    mine = () if system or contest_id is None else (Submission.contest_id == contest_id,)
     return (
+        *mine,
         Submission.version_id == version_id,
         Submission.status == "done",
         Submission.disqualified.is_(False),
@@ -256,7 +274,7 @@ def submission_dict(
     """`known`: the shown judging (its results loaded), the queue position and the
     hidden policy, when the caller found them for a whole page at once."""
     if known is None:
-        known = (*shown_and_position(db, sub), hidden_policy(db, user))
+        known = (*shown_and_position(db, sub), policy_for(db, sub, user))
     judging, position, policy = known
     rows = list(judging.results) if judging else []
     facts = version_facts(db, [sub.version_id])[sub.version_id]
@@ -268,6 +286,7 @@ def submission_dict(
     detail = progress_detail(shown_detail(sub, judging, results, policy), len(rows), total, hiding)
     return {
         "id": sub.id,
+        "contest": contest_slug(db, sub.contest_id),
         "problem": facts.slug,
         "problem_version": facts.number,
         "team": sub.team.name,
@@ -329,12 +348,25 @@ def submission_dicts(db: Session, subs: list[Submission], user: User | None) -> 
     others = {s.team_id for s in subs} - {user.team_id if user else None}
     held = list(db.scalars(select(Team).where(Team.id.in_(others)))) if others else []
     positions = queue_positions(db, [j for j in latest.values() if j and j.status == "queued"])
-    policy = hidden_policy(db, user)
+    policies = {c: policy_for(db, s, user) for s in subs for c in [s.contest_id]}
     page = [
-        submission_dict(db, s, user, known=(shown[s.id], positions.get(s.id), policy)) for s in subs
+        submission_dict(
+            db, s, user, known=(shown[s.id], positions.get(s.id), policies[s.contest_id])
+        )
+        for s in subs
     ]
     del held
     return page
+
+
+def policy_for(db: Session, sub: Submission, user: User | None) -> str:
+    """What `user` sees of `sub`'s hidden cases: by the reveal of its contest."""
+    return hidden_policy(db, user, contests.of_submission(db, sub))
+
+
+def contest_slug(db: Session, contest_id: int | None) -> str | None:
+    row = db.get(Contest, contest_id) if contest_id is not None else None
+    return row.slug if row is not None else None
 
 
 def _latest_of(judgings: list[Judging]) -> Judging | None:

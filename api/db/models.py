@@ -179,6 +179,9 @@ class Submission(Base):
     # Chosen by its team for the final judging (api.finals; contests that judge hidden
     # cases only at the end).
     final_pick: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
+    # The contest it was made in (its board, window, reveal); None: a baseline's, shared
+    # by every contest holding its version.
+    contest_id: Mapped[int | None] = mapped_column(ForeignKey("contest.id"), index=True)
     created_at: Mapped[datetime] = mapped_column(Stamp, default=utcnow)
     team: Mapped[Team] = relationship()
     user: Mapped[User] = relationship()
@@ -262,10 +265,15 @@ class CaseResultRow(Base):
 
 
 class Contest(Base):
-    """One row (id 1): the contest window, the freeze and whether hidden scores show."""
+    """A contest (api.contests): its window, freeze, hidden-case settings, sign-up; its
+    problems (ContestProblem) and teams (Registration). Id 1 is the first, made by the
+    migration that brought several; one is the installation's current contest, the one
+    a request that names none means."""
 
     __tablename__ = "contest"
     id: Mapped[int] = mapped_column(primary_key=True)
+    slug: Mapped[str] = mapped_column(String(64), unique=True, default="main")
+    is_current: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
     title: Mapped[str] = mapped_column(String(200), default="MemoRace")
     start_at: Mapped[datetime | None] = mapped_column(Stamp)
     end_at: Mapped[datetime | None] = mapped_column(Stamp)
@@ -287,6 +295,32 @@ class Contest(Base):
     # (anyone; an organizer approves each); and the most members a team may have.
     signup: Mapped[str] = mapped_column(String(16), default="closed", server_default="closed")
     team_size: Mapped[int] = mapped_column(Integer, default=4, server_default="4")
+
+
+class ContestProblem(Base):
+    """A problem in a contest; `version_id` None: its current version (a pinned one
+    stays when a newer version is imported)."""
+
+    __tablename__ = "contest_problems"
+    __table_args__ = (UniqueConstraint("contest_id", "problem_id"),)
+    id: Mapped[int] = mapped_column(primary_key=True)
+    contest_id: Mapped[int] = mapped_column(ForeignKey("contest.id"), index=True)
+    problem_id: Mapped[int] = mapped_column(ForeignKey("problems.id"), index=True)
+    version_id: Mapped[int | None] = mapped_column(ForeignKey("problem_versions.id"))
+    position: Mapped[int] = mapped_column(Integer, default=0)
+
+
+class Registration(Base):
+    """A team in a contest: "approved" (it sees the contest and submits), or "pending"
+    (asked to join; an organizer approves)."""
+
+    __tablename__ = "registrations"
+    __table_args__ = (UniqueConstraint("contest_id", "team_id"),)
+    id: Mapped[int] = mapped_column(primary_key=True)
+    contest_id: Mapped[int] = mapped_column(ForeignKey("contest.id"), index=True)
+    team_id: Mapped[int] = mapped_column(ForeignKey("teams.id"), index=True)
+    status: Mapped[str] = mapped_column(String(16), default="approved")
+    created_at: Mapped[datetime] = mapped_column(Stamp, default=utcnow)
 
 
 class Baseline(Base):
@@ -326,6 +360,7 @@ class AuditEntry(Base):
     action: Mapped[str] = mapped_column(String(50))
     target: Mapped[str] = mapped_column(String(200), default="")
     detail: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    contest_id: Mapped[int | None] = mapped_column(Integer, index=True)  # None: installation's
     actor: Mapped[User | None] = relationship()
 
 
