@@ -20,6 +20,7 @@ STAMP = sa.DateTime(timezone=True)
 
 def upgrade() -> None:
     _first_contest()
+    _contest_ids_follow()
     with op.batch_alter_table("contest") as table:
         table.add_column(sa.Column("slug", sa.String(64), nullable=False, server_default="main"))
         current = sa.Column("is_current", sa.Boolean(), nullable=False, server_default=sa.false())
@@ -58,6 +59,15 @@ def _first_contest() -> None:
         contest,
         [{"id": 1, "title": "MemoRace", "hidden_revealed": False, "hidden_detail": "verdict"}],
     )
+
+
+def _contest_ids_follow() -> None:
+    """Contest 1 was inserted with its id (above, or by the old api.admin.contest), so on
+    PostgreSQL the id sequence never moved: the next contest made would take id 1 again."""
+    if op.get_bind().dialect.name == "postgresql":
+        op.execute(
+            "SELECT setval(pg_get_serial_sequence('contest', 'id'), (SELECT max(id) FROM contest))"
+        )
 
 
 def _contest_problems() -> None:
