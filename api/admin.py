@@ -11,7 +11,16 @@ from sqlalchemy.orm import Session
 from api import baselines, contests, finals, queue
 from api.audit import record
 from api.auth import hash_password, new_token
-from api.db.models import Contest, Judging, Submission, Team, User, aware
+from api.db.models import (
+    Contest,
+    Judging,
+    ProblemVersion,
+    Registration,
+    Submission,
+    Team,
+    User,
+    aware,
+)
 from api.errors import Conflict, NotFound, ServiceError
 from api.hidden import HIDDEN_DETAILS
 from api.problems import current_version
@@ -256,4 +265,20 @@ def contest_dict(row: Contest) -> dict[str, Any]:
         "final_picks": row.final_picks,
         "signup": row.signup,
         "team_size": row.team_size,
+    }
+
+
+def contest_full(db: Session, row: Contest) -> dict[str, Any]:
+    """The contest as organizers see it: its settings, problems and teams."""
+    teams = db.execute(
+        select(Team.name, Registration.status)
+        .join(Registration, Registration.team_id == Team.id)
+        .where(Registration.contest_id == row.id)
+        .order_by(Team.name)
+    ).all()
+    versions = [db.get(ProblemVersion, i) for i in contests.version_ids(db, row)]
+    return {
+        **contest_dict(row),
+        "problems": [{"slug": v.problem.slug, "version": v.number} for v in versions if v],
+        "teams": [{"team": name, "status": status} for name, status in teams],
     }

@@ -96,6 +96,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         pages,
         routes_accounts,
         routes_admin,
+        routes_contests,
         routes_finals,
         routes_tokens,
         routes_v1,
@@ -105,6 +106,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(routes_v1.router)
     app.include_router(routes_views.router)
     app.include_router(routes_admin.router)
+    app.include_router(routes_contests.router)
     app.include_router(routes_accounts.router)
     app.include_router(routes_finals.router)
     app.include_router(routes_tokens.admin_router)

@@ -52,8 +52,12 @@ def tally(db: Session, action: str, target: str, counts: dict[str, int], new: bo
     entry.detail = {**detail, "last_at": now}  # a new dict: the JSON column sees the change
 
 
-def entries(db: Session, limit: int = 200) -> list[dict[str, Any]]:
-    rows = db.scalars(select(AuditEntry).order_by(AuditEntry.id.desc()).limit(limit)).all()
+def entries(db: Session, limit: int = 200, contest: int | None = None) -> list[dict[str, Any]]:
+    """The newest `limit` entries (`contest`: that contest's only)."""
+    query = select(AuditEntry).order_by(AuditEntry.id.desc()).limit(limit)
+    if contest is not None:
+        query = query.where(AuditEntry.contest_id == contest)
+    rows = db.scalars(query).all()
     return [
         {
             "id": e.id,

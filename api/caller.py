@@ -30,17 +30,26 @@ class Caller:
     is_admin: bool
     entry: tokencache.Entry | None = None  # the token cache's check, or
     user: User | None = None  # the row the full check found (in the request's session)
+    contests: tuple[int, ...] | None = None  # its team's registrations; None: not known
 
     @classmethod
     def of_entry(cls, entry: tokencache.Entry) -> Caller:
         u, t = entry.user, entry.team
         team = TeamName(t["name"]) if t else None
-        return cls(u["id"], u["username"], u["team_id"], team, bool(u["is_admin"]), entry=entry)
+        admin = bool(u["is_admin"])
+        return cls(u["id"], u["username"], u["team_id"], team, admin, entry, None, entry.contests)
 
     @classmethod
     def of_user(cls, user: User) -> Caller:
         team = TeamName(user.team.name) if user.team else None
         return cls(user.id, user.username, user.team_id, team, user.is_admin, user=user)
+
+    def sees_current(self, current: int) -> bool:
+        """Whether a request naming no contest means the current one (`current`) for this
+        caller, known without I/O (api.contests.resolve's rule); False: ask the route."""
+        if self.is_admin or self.team_id is None:
+            return True
+        return self.contests is not None and current in self.contests
 
     def row(self, db: Session) -> User:
         """The user as a row of `db` (no query: attached from the token cache's columns)."""

@@ -14,13 +14,14 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from api.db.models import Baseline, CaseResultRow, Contest, Judging, Submission, Team, User, aware
+from api import contests
+from api.db.models import Baseline, CaseResultRow, Judging, Submission, Team, User, aware
 from api.hidden import hidden_policy
 from api.submissions import on_the_board
 
 
 def comparison(db: Session, sub: Submission, viewer: User) -> dict[str, Any]:
-    everything = hidden_policy(db, viewer) == "all"
+    everything = hidden_policy(db, viewer, contests.of_submission(db, sub)) == "all"
     judging = db.get(Judging, sub.current_judging_id) if sub.current_judging_id else None
     mine = [r for r in (judging.results if judging else []) if everything or r.split == "public"]
     teams = _best(db, sub, viewer, system=False)
@@ -53,20 +54,20 @@ def _scored(verdict: str, score: float | None) -> float:
 def _best(db: Session, sub: Submission, viewer: User, system: bool) -> dict[str, tuple[float, str]]:
     """{case: (best OK score, who: a team's name or a baseline's level)} over the current
     judgings of the version's judged submissions (contestants', or the baselines')."""
-    contest = db.get(Contest, 1)
-    if system and contest is not None and not contest.baselines:
+    contest = contests.of_submission(db, sub)
+    if system and not contest.baselines:
         return {}
     who = Baseline.name if system else Team.name
     query = (
         select(CaseResultRow.case, func.max(CaseResultRow.score), who)
         .join(Submission, Submission.current_judging_id == CaseResultRow.judging_id)
         .join(Team, Team.id == Submission.team_id)
-        .where(*on_the_board(sub.version_id, system), CaseResultRow.verdict == "OK")
+        .where(*on_the_board(sub.version_id, system, contest.id), CaseResultRow.verdict == "OK")
         .group_by(CaseResultRow.case, who)
     )
     if system:
         query = query.join(Baseline, Baseline.submission_id == Submission.id)
-    freeze = contest.freeze_at if contest and contest.freeze_at else None
+    freeze = contest.freeze_at
     if freeze and not viewer.is_admin and not system:
         query = query.where(
             (Submission.created_at < aware(freeze)) | (Submission.team_id == viewer.team_id)

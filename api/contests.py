@@ -36,7 +36,7 @@ def current(db: Session) -> Contest:
     if row is None:
         row = db.get(Contest, 1)
         if row is None:
-            row = Contest(id=1, slug="main", is_current=True)
+            row = Contest(slug="main", is_current=True)
             db.add(row)
             db.flush()
     return row
@@ -174,6 +174,30 @@ def add_problem(db: Session, contest: Contest, problem: Problem, version_id: int
         db.add(row)
     row.version_id = version_id
     db.flush()
+
+
+def remove_problem(db: Session, contest: Contest, problem: Problem) -> bool:
+    row = db.scalar(
+        select(ContestProblem).where(
+            ContestProblem.contest_id == contest.id, ContestProblem.problem_id == problem.id
+        )
+    )
+    if row is not None:
+        db.delete(row)
+        db.flush()
+    return row is not None
+
+
+def unregister(db: Session, contest: Contest, team_id: int) -> bool:
+    row = db.scalar(
+        select(Registration).where(
+            Registration.contest_id == contest.id, Registration.team_id == team_id
+        )
+    )
+    if row is not None:
+        db.delete(row)
+        db.flush()
+    return row is not None
 
 
 def register(db: Session, contest: Contest, team_id: int, status: str = "approved") -> Registration:

@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator
 from typing import Annotated
 
 import anyio
-from fastapi import Depends, Path, Request
+from fastapi import Depends, Path, Query, Request
 from fastapi.concurrency import run_in_threadpool
 from sqlalchemy.orm import Session
 
@@ -217,3 +217,5 @@ Contestant = Annotated[User, Depends(current_user)]
 Admin = Annotated[User, Depends(admin_user)]
 Reader = Annotated[Caller | None, Depends(optional_caller)]  # the hot reads' Viewer
 ContestantReader = Annotated[Caller, Depends(current_caller)]
+# Which contest (api.contests): its slug or id; absent: the caller's default.
+ContestRef = Annotated[str | None, Query(max_length=64, description="a contest's slug or id")]

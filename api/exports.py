@@ -12,16 +12,17 @@ from __future__ import annotations
 import csv
 import io
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from api import audit, problems
-from api.db.models import CaseResultRow, Submission, Team, User, aware
-from api.hidden import WITHHELD, hidden_policy, result_dict
+from api import audit, contests, problems
+from api.db.models import CaseResultRow, Contest, Submission, Team, User, aware
+from api.hidden import WITHHELD, result_dict
 from api.leaderboard import leaderboard
+from api.submissions import policy_for
 
 FORMATS = ("csv", "json")
 STANDINGS = ("problem", "version", "rank", "team", "public_score", "hidden_score",
@@ -34,32 +35,46 @@ AUDIT = ("id", "at", "actor", "action", "target", "detail")
 FORMULA = ("=", "+", "-", "@", "\t", "\r")
 
 
-def standings(db: Session, viewer: User, slug: str | None = None) -> list[dict[str, Any]]:
-    """Every (or one) problem's board as `viewer` sees it, a row per ranked team."""
+def standings(
+    db: Session, viewer: User, slug: str | None = None, contest: Contest | None = None
+) -> list[dict[str, Any]]:
+    """Every (or one) problem's board of `contest` (None: the current one) as `viewer`
+    sees it, a row per ranked team."""
+    contest = contest if contest is not None else contests.current(db)
     rows = []
-    for version in _versions(db, slug):
-        board = leaderboard(db, version.problem.slug, viewer)
+    for version in _versions(db, slug, contest):
+        board = leaderboard(db, version.problem.slug, viewer, contest)
         for r in board["rows"]:
             rows.append({"problem": board["problem"], "version": board["version"], **r})
     return rows
 
 
-def results(db: Session, slug: str | None = None) -> list[dict[str, Any]]:
-    """The organizer's: each judged submission's current per-case results, whole."""
-    return list(_result_rows(db, None, slug, "all"))
+def results(
+    db: Session, slug: str | None = None, contest: Contest | None = None
+) -> list[dict[str, Any]]:
+    """The organizer's: each judged submission's current per-case results, whole (of
+    `contest`'s submissions; None: every contest's)."""
+    return list(_result_rows(db, None, slug, lambda _: "all", contest))
 
 
-def own_results(db: Session, user: User) -> list[dict[str, Any]]:
-    """A team's own: every one of its judged submissions, hidden cases as it may see them."""
-    return list(_result_rows(db, user, None, hidden_policy(db, user)))
+def own_results(db: Session, user: User, contest: Contest | None = None) -> list[dict[str, Any]]:
+    """A team's own: every one of its judged submissions (in `contest`; None: in any),
+    hidden cases as it may see them (by each submission's contest's reveal)."""
+    return list(_result_rows(db, user, None, lambda sub: policy_for(db, sub, user), contest))
 
 
-def _versions(db: Session, slug: str | None) -> list[Any]:
-    return [problems.current_version(db, slug)] if slug else problems.all_current(db)
+def _versions(db: Session, slug: str | None, contest: Contest) -> list[Any]:
+    if slug:
+        return [problems.current_version(db, slug, contest)]
+    return problems.all_current(db, contest)
 
 
 def _result_rows(
-    db: Session, team_of: User | None, slug: str | None, policy: str
+    db: Session,
+    team_of: User | None,
+    slug: str | None,
+    policy_of: Callable[[Submission], str],
+    contest: Contest | None,
 ) -> Iterable[dict[str, Any]]:
     query = (
         select(Submission, Team.name)
@@ -69,9 +84,13 @@ def _result_rows(
     )
     if team_of is not None:
         query = query.where(Submission.team_id == team_of.team_id)
+    if contest is not None:
+        query = query.where(Submission.contest_id == contest.id)
     if slug is not None:
-        query = query.where(Submission.version_id == problems.current_version(db, slug).id)
+        version = problems.current_version(db, slug, contest)
+        query = query.where(Submission.version_id == version.id)
     for sub, team in db.execute(query).all():
+        policy = policy_of(sub)
         facts = problems.version_facts(db, [sub.version_id])[sub.version_id]
         head = {
             "submission_id": sub.id, "team": team, "problem": facts.slug,
@@ -89,8 +108,9 @@ def _result_rows(
             yield {**head, **result_dict(row, policy), "weight": row.weight}
 
 
-def audit_log(db: Session) -> list[dict[str, Any]]:
-    return list(reversed(audit.entries(db, 10**9)))  # oldest first
+def audit_log(db: Session, contest: Contest | None = None) -> list[dict[str, Any]]:
+    """Oldest first; `contest`: that contest's entries only."""
+    return list(reversed(audit.entries(db, 10**9, contest.id if contest else None)))
 
 
 def as_csv(rows: list[dict[str, Any]], columns: tuple[str, ...]) -> str:

@@ -35,25 +35,27 @@ class Chart:
     svg: str
 
 
-def charts(db: Session, slug: str, viewer: User | None) -> list[Chart]:
+def charts(db: Session, slug: str, viewer: User | None, contest: Contest) -> list[Chart]:
     """The public chart, and the hidden one for whoever may see hidden scores."""
-    shown = ["public_score"] + (["hidden_score"] if hidden_visible(db, viewer) else [])
-    return [Chart(key, cached_svg(db, slug, viewer, key)) for key in shown]
+    hidden = ["hidden_score"] if hidden_visible(db, viewer, contest) else []
+    return [
+        Chart(key, cached_svg(db, slug, viewer, key, contest)) for key in ["public_score", *hidden]
+    ]
 
 
-def cached_svg(db: Session, slug: str, viewer: User | None, score: str) -> str:
+def cached_svg(db: Session, slug: str, viewer: User | None, score: str, contest: Contest) -> str:
     """chart_svg, drawn once per board change, viewer class and minute (the time axis
     ends now) in this process: a board page reloaded all contest long costs one query."""
-    state = board.snapshot(db, slug)
+    state = board.snapshot(db, slug, contest=contest.id)
     who = "admin" if viewer and viewer.is_admin else f"team{viewer.team_id if viewer else 0}"
-    key = (str(db.get_bind().url), state.version_id, state.counter, who, score,
+    key = (str(db.get_bind().url), contest.id, state.version_id, state.counter, who, score,
            int(time.time() // 60))  # fmt: skip
     with _lock:
         found = _cache.get(key)
         if found is not None:
             _cache.move_to_end(key)
             return found
-    svg = chart_svg(db, slug, viewer, score)
+    svg = chart_svg(db, slug, viewer, score, contest)
     with _lock:
         _cache[key] = svg
         while len(_cache) > CACHED_CHARTS:
@@ -61,37 +63,36 @@ def cached_svg(db: Session, slug: str, viewer: User | None, score: str) -> str:
     return svg
 
 
-def chart_svg(db: Session, slug: str, viewer: User | None, score: str) -> str:
-    if score == "hidden_score" and not hidden_visible(db, viewer):
+def chart_svg(db: Session, slug: str, viewer: User | None, score: str, contest: Contest) -> str:
+    if score == "hidden_score" and not hidden_visible(db, viewer, contest):
         raise ValueError("hidden scores are not the viewer's to see")
-    version = current_version(db, slug)
-    contest = db.get(Contest, 1)
+    version = current_version(db, slug, contest)
     own = viewer.team_id if viewer else None
-    lines = team_lines(db, version.id, viewer, score)
+    lines = team_lines(db, version.id, viewer, score, contest)
     best_last = sorted(lines, key=lambda t: -lines[t][1][-1][1])
     chosen = best_last[:TOP_TEAMS] + [t for t in best_last[TOP_TEAMS:] if t == own]
     series = [Series(lines[t][0], tuple(lines[t][1]), own=t == own) for t in chosen]
     refs = [
         Reference(r["label"], r[score])
-        for r in baselines.rows(db, version.id, hidden_visible(db, viewer))
+        for r in baselines.rows(db, version.id, hidden_visible(db, viewer, contest), contest)
         if r[score] is not None
     ]
-    start = aware(contest.start_at) if contest and contest.start_at else None
+    start = aware(contest.start_at) if contest.start_at else None
     end = utcnow()
-    if contest and contest.end_at and aware(contest.end_at) < end:
+    if contest.end_at and aware(contest.end_at) < end:
         end = aware(contest.end_at)
     which = "hidden" if score == "hidden_score" else "public"
     return history_svg(f"{slug}: best {which} score over time", series, refs, start, end)
 
 
 def team_lines(
-    db: Session, version_id: int, viewer: User | None, score: str
+    db: Session, version_id: int, viewer: User | None, score: str, contest: Contest
 ) -> dict[int, tuple[str, list[tuple[datetime, float]]]]:
     """{team id: (name, [(time, the board's score for the team from then on)])}: a point
-    whenever the team's best public submission changes (the board ranks by it)."""
-    contest = db.get(Contest, 1)
+    whenever the team's best public submission changes (the board ranks by it), in
+    `contest`."""
     admin = bool(viewer and viewer.is_admin)
-    freeze = aware(contest.freeze_at) if contest and contest.freeze_at else None
+    freeze = aware(contest.freeze_at) if contest.freeze_at else None
     query = (
         select(
             Submission.team_id,
@@ -102,7 +103,8 @@ def team_lines(
             Submission.hidden_score,
         )
         .join(Team, Team.id == Submission.team_id)
-        .where(*on_the_board(version_id), Submission.public_score.is_not(None))
+        .where(*on_the_board(version_id, contest_id=contest.id))
+        .where(Submission.public_score.is_not(None))
         .order_by(Submission.created_at, Submission.id)
     )
     best: dict[int, tuple[float, int, float | None]] = {}

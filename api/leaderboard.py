@@ -25,7 +25,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session, joinedload
 
-from api import baselines, flights, readcache
+from api import baselines, contests, flights, readcache
 from api.caller import Caller
 from api.db import board
 from api.db.models import Contest, Submission, Team, User, aware
@@ -49,34 +49,51 @@ Viewer = User | Caller | None  # Caller: the hot reads' (api.caller)
 
 
 def known_board(db: Session, slug: str, viewer: Viewer) -> Board | None:
-    """The board from this process's caches alone (no I/O: api.readcache holds the
-    snapshot), or None: then cached_leaderboard."""
+    """The current contest's board from this process's caches alone (no I/O:
+    api.readcache holds the snapshot), or None: then cached_leaderboard."""
     return known_board_at(readcache.database(db), slug, viewer)
 
 
 def known_board_at(database: Hashable, slug: str, viewer: Viewer) -> Board | None:
-    """known_board by the database's key (readcache.database): no session needed."""
+    """known_board by the database's key (readcache.database): no session needed. Only
+    for a viewer whose contest is the current one, known without I/O (a Caller from the
+    token cache, or nobody); a board is kept only once a route made it, after the
+    contest's start."""
     state = readcache.known_snapshot_at(database, slug)
-    if state is None or state.version_id is None:
+    if state is None or state.version_id is None or state.contest_id is None:
+        return None
+    if not means_current(viewer, state.contest_id):
         return None
     with _lock:
         return _cache.get(_key_at(database, state, viewer))
 
 
-def cached_leaderboard(db: Session, slug: str, viewer: Viewer) -> Board:
-    """The board as `viewer` sees it, from this process's cache while the database's
-    board counter and the problem's version are unchanged: one query (board.snapshot),
-    none while api.readcache holds the snapshot."""
-    state = readcache.snapshot(db, slug)
-    if state.version_id is None:
-        current_version(db, slug)  # says why: no such problem
+def means_current(viewer: Viewer, current: int) -> bool:
+    """Whether `viewer`'s request that names no contest means the current one, known
+    without I/O (api.contests.resolve's rule); False: the route finds out."""
+    if viewer is None or viewer.is_admin or viewer.team_id is None:
+        return True
+    return isinstance(viewer, Caller) and viewer.sees_current(current)
+
+
+def cached_leaderboard(
+    db: Session, slug: str, viewer: Viewer, contest: Contest | None = None
+) -> Board:
+    """The board of `contest` (None: the current one) as `viewer` sees it, from this
+    process's cache while the database's board counter and the version are unchanged:
+    one query (board.snapshot), none while api.readcache holds the snapshot."""
+    contest = contest if contest is not None else contests.current(db)
+    state = readcache.snapshot(db, slug, contest=None if contest.is_current else contest.id)
+    if state.version_id is None or state.contest_id != contest.id:
+        current_version(db, slug, contest)  # says why: no such problem in it
+        state = board.snapshot(db, slug, contest=contest.id)  # made current meanwhile
     key = _key(db, state, viewer)
     with _lock:
         found = _cache.get(key)
         if found is not None:
             _cache.move_to_end(key)
             return found
-    made = flights.shared(("board", key), lambda: _made(db, slug, viewer))
+    made = flights.shared(("board", key), lambda: _made(db, slug, viewer, contest))
     with _lock:
         _cache[key] = made
         while len(_cache) > CACHED_BOARDS:
@@ -84,8 +101,8 @@ def cached_leaderboard(db: Session, slug: str, viewer: Viewer) -> Board:
     return made
 
 
-def _made(db: Session, slug: str, viewer: Viewer) -> Board:
-    body = leaderboard(db, slug, viewer)
+def _made(db: Session, slug: str, viewer: Viewer, contest: Contest) -> Board:
+    body = leaderboard(db, slug, viewer, contest)
     encoded = json.dumps(body, separators=(",", ":")).encode()
     return Board(_etag(encoded), body, encoded)
 
@@ -105,7 +122,7 @@ def _key(db: Session, state: board.Snapshot, viewer: Viewer) -> tuple[Hashable, 
 
 def _key_at(database: Hashable, state: board.Snapshot, viewer: Viewer) -> tuple[Hashable, str]:
     cls = _viewer_class(state.frozen, viewer)
-    return database, f'"lb-{state.version_id}-{state.counter}-{cls}"'
+    return database, f'"lb-{state.contest_id}-{state.version_id}-{state.counter}-{cls}"'
 
 
 def _viewer_class(frozen: bool, viewer: Viewer) -> str:
@@ -118,21 +135,25 @@ def _viewer_class(frozen: bool, viewer: Viewer) -> str:
     return "all"
 
 
-def leaderboard(db: Session, slug: str, viewer: Viewer) -> dict[str, Any]:
-    version = current_version(db, slug)
-    contest = db.get(Contest, 1)
+def leaderboard(
+    db: Session, slug: str, viewer: Viewer, contest: Contest | None = None
+) -> dict[str, Any]:
+    """`contest`'s board of `slug` (None: the current contest's)."""
+    contest = contest if contest is not None else contests.current(db)
+    version = current_version(db, slug, contest)
     admin = bool(viewer and viewer.is_admin)
-    revealed = hidden_visible(db, viewer)  # the same rule as a submission's hidden cases
-    freeze = contest.freeze_at if contest and contest.freeze_at else None
+    revealed = hidden_visible(db, viewer, contest)  # as a submission's hidden cases
+    freeze = contest.freeze_at if contest.freeze_at else None
     query = (
         select(Submission)
         .join(Team, Team.id == Submission.team_id)
         # The baselines' own team is shown apart, never ranked.
-        .where(*on_the_board(version.id), Submission.public_score.is_not(None))
+        .where(*on_the_board(version.id, contest_id=contest.id))
+        .where(Submission.public_score.is_not(None))
         .options(joinedload(Submission.team))  # the rows' team names: no query per team
     )
-    key = "hidden_score" if revealed and contest and contest.hidden_revealed else "public_score"
-    finals = key == "hidden_score" and contest is not None and contest.hidden_judging == "final"
+    key = "hidden_score" if revealed and contest.hidden_revealed else "public_score"
+    finals = key == "hidden_score" and contest.hidden_judging == "final"
     better = _finals_first if finals else _public_first  # before the reveal: public only
     best: dict[int, Submission] = {}
     for sub in db.scalars(query):
@@ -144,13 +165,14 @@ def leaderboard(db: Session, slug: str, viewer: Viewer) -> dict[str, Any]:
             best[sub.team_id] = sub
     rows = sorted(best.values(), key=lambda s: (-(getattr(s, key) or 0.0), s.id))
     return {
+        "contest": contest.slug,
         "problem": slug,
         "version": version.number,
         "frozen": bool(freeze) and not admin,
-        "hidden_revealed": bool(contest and contest.hidden_revealed),
+        "hidden_revealed": contest.hidden_revealed,
         "ranked_by": key,
         "rows": [_row(i + 1, s, revealed) for i, s in enumerate(rows)],
-        "baselines": baselines.rows(db, version.id, revealed),
+        "baselines": baselines.rows(db, version.id, revealed, contest),
     }
 
 

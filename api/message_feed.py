@@ -31,12 +31,13 @@ from fastapi import Request
 from fastapi.responses import JSONResponse
 from sqlalchemy import func, select
 
+from api import contests
 from api.broadcast import broadcaster
 from api.caller import Caller
 from api.db.models import Message
 from api.db.session import session_scope
 from api.events import RETRY_AFTER_S, EventStream, stream_slots
-from api.messages import CURRENT, may_read, message_dict
+from api.messages import may_read, message_dict
 from api.settings import Settings
 
 log = logging.getLogger("memorace.messages")
@@ -52,6 +53,7 @@ class Change:
 
     seq: int
     message_id: int
+    contest_id: int
     team_id: int | None
     audience: str
     organizer: str  # the event's data for organizers (JSON)
@@ -64,17 +66,20 @@ class Listener:
 
     organizer: bool
     team_id: int | None
+    contests: frozenset[int] | None = None  # the contests it hears (None: every one)
     # Bounded: a client that never reads keeps the newest HISTORY, not every change.
     pending: deque[Change] = field(default_factory=lambda: deque(maxlen=HISTORY))
     ready: asyncio.Event = field(default_factory=asyncio.Event)
 
     def offer(self, change: Change) -> None:
+        if self.contests is not None and change.contest_id not in self.contests:
+            return
         if may_read(self.organizer, self.team_id, change.team_id, change.audience):
             self.pending.append(change)
             self.ready.set()
 
 
-Found = tuple[tuple, int | None, str, str, str]  # order, team, audience, the two datas
+Found = tuple[tuple, int, int | None, str, str, str]  # order, contest, team, audience, datas
 
 
 def read_changes(url: str, known: dict[int, Any] | None) -> tuple[dict[int, Any], list[Found]]:
@@ -83,8 +88,7 @@ def read_changes(url: str, known: dict[int, Any] | None) -> tuple[dict[int, Any]
     organizers and teams, in the order they changed."""
     found: list[Found] = []
     with session_scope(url) as db:
-        query = select(Message.id, Message.answered_at).where(Message.contest_id == CURRENT)
-        marks = dict(db.execute(query).all())
+        marks = dict(db.execute(select(Message.id, Message.answered_at)).all())
         if known is None:
             return marks, found
         ids = sorted(i for i, at in marks.items() if i not in known or known[i] != at)
@@ -92,7 +96,7 @@ def read_changes(url: str, known: dict[int, Any] | None) -> tuple[dict[int, Any]
             for row in db.scalars(select(Message).where(Message.id.in_(ids[start : start + 500]))):
                 order = (row.answered_at or row.created_at, row.id)
                 datas = [json.dumps(message_dict(row, organizer=o)) for o in (True, False)]
-                found.append((order, row.team_id, row.audience, *datas))
+                found.append((order, row.contest_id, row.team_id, row.audience, *datas))
                 # The stamp of what is sent: one committed between the two reads is
                 # news next time, not a second copy of this one.
                 marks[row.id] = row.answered_at
@@ -103,7 +107,7 @@ def fingerprint(url: str) -> tuple:
     """What changes whenever a message is added or answered."""
     with session_scope(url) as db:
         query = select(func.count(Message.id), func.max(Message.id), func.max(Message.answered_at))
-        return tuple(db.execute(query.where(Message.contest_id == CURRENT)).one())
+        return tuple(db.execute(query).one())
 
 
 class MessageFeed:
@@ -160,9 +164,11 @@ class MessageFeed:
         marks, found = await anyio.to_thread.run_sync(read_changes, self.url, self.known)
         self.reads += 1
         self.known, self.mark = marks, mark
-        for (_, message_id), team_id, audience, organizer, contestant in found:
+        for (_, message_id), contest_id, team_id, audience, organizer, contestant in found:
             self.seq += 1
-            change = Change(self.seq, message_id, team_id, audience, organizer, contestant)
+            change = Change(
+                self.seq, message_id, contest_id, team_id, audience, organizer, contestant
+            )
             self.history.append(change)
             for listener in list(self.listeners):
                 listener.offer(change)
@@ -206,18 +212,28 @@ def feed(app: Any) -> MessageFeed:
 
 
 async def open_stream(request: Request, settings: Settings, user: Caller) -> Any:
-    """The contest's live messages for `user`; 429 with Retry-After past the caps."""
+    """The live messages of `user`'s contests; 429 with Retry-After past the caps."""
     hub = feed(request.app)
     slot = stream_slots(request, settings).take(user.id)
     if isinstance(slot, str):
         headers = {"Retry-After": str(RETRY_AFTER_S)}
         return JSONResponse({"detail": slot}, status_code=429, headers=headers)
-    listener = Listener(organizer=user.is_admin, team_id=user.team_id)
+    heard = None if user.is_admin else await anyio.to_thread.run_sync(_heard, settings, user)
+    listener = Listener(organizer=user.is_admin, team_id=user.team_id, contests=heard)
     # EventSource sends Last-Event-ID on a reconnect; a page gives where it was rendered.
     last = request.headers.get("last-event-id") or request.query_params.get("after", "")
     after = hub.resume_from(last)
     body = _events(hub, listener, after, settings.sse_keepalive_s, STREAM_S)
     return EventStream(body, slot)
+
+
+def _heard(settings: Settings, user: Caller) -> frozenset[int]:
+    """The contests a contestant's stream hears: its team's (api.contests.resolve's
+    default for an account without a team: the current one)."""
+    with session_scope(settings.database_url) as db:
+        if user.team_id is None:
+            return frozenset({contests.current(db).id})
+        return frozenset(contests.registered(db, user.team_id))
 
 
 async def _events(

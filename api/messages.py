@@ -11,14 +11,13 @@ from typing import Any
 from sqlalchemy import false, func, or_, select
 from sqlalchemy.orm import Session
 
-from api import audit, news
-from api.db.models import Message, Problem, User, utcnow
+from api import audit, contests, news
+from api.db.models import Contest, Message, Problem, User, utcnow
 from api.errors import Forbidden, NotFound, ServiceError, TooMany
 
 MAX_TEXT = 4000  # characters of a question, an answer or an announcement
 OPEN_PER_TEAM = 20  # unanswered questions a team may have at once
 AUDIENCES = ("team", "all")
-CURRENT = 1  # the installation's one contest (issue 37: several to come)
 # An export's columns (api.exports); "team" is filled for organizers only.
 COLUMNS = ("id", "kind", "team", "problem", "text", "answer", "audience", "created_at",
            "answered_at")  # fmt: skip
@@ -33,13 +32,22 @@ def _text(value: str, what: str) -> str:
     return text
 
 
-def ask(db: Session, user: User, question: str, problem: str = "") -> dict[str, Any]:
-    """A question of `user`'s team, about `problem` (a slug) or in general ("")."""
+def _problem_in(db: Session, contest: Contest, problem: str) -> None:
+    found = db.scalar(select(Problem).where(Problem.slug == problem)) if problem else None
+    if problem and (found is None or contests.pinned_version(db, contest, found) is None):
+        raise NotFound(f"no problem {problem!r} in contest '{contest.slug}'")
+
+
+def ask(
+    db: Session, user: User, question: str, problem: str = "", contest: Contest | None = None
+) -> dict[str, Any]:
+    """A question of `user`'s team in `contest` (None: the team's, contests.resolve),
+    about `problem` (a slug) or in general ("")."""
     if user.team_id is None:
         raise Forbidden("only a team's member can ask the jury; organizers announce")
     text = _text(question, "question")
-    if problem and db.scalar(select(Problem.id).where(Problem.slug == problem)) is None:
-        raise NotFound(f"no problem {problem!r}")
+    contest = contest if contest is not None else contests.resolve(db, user)
+    _problem_in(db, contest, problem)
     waiting = db.scalar(
         select(func.count(Message.id)).where(
             Message.team_id == user.team_id, Message.kind == "clarification",
@@ -52,10 +60,11 @@ def ask(db: Session, user: User, question: str, problem: str = "") -> dict[str, 
             "ask again once one is answered"
         )
     row = Message(kind="clarification", team_id=user.team_id, author_id=user.id,
-                  problem=problem, text=text)  # fmt: skip
+                  problem=problem, text=text, contest_id=contest.id)  # fmt: skip
     db.add(row)
     db.flush()
-    audit.record(db, user, "clarification_asked", f"message {row.id}", {"problem": problem})
+    audit.record(db, user, "clarification_asked", f"message {row.id}", {"problem": problem},
+                 contest=contest.id)  # fmt: skip
     _news(db)
     return message_dict(row, organizer=False)
 
@@ -71,20 +80,24 @@ def answer(db: Session, jury: User, message_id: int, text: str, audience: str) -
     corrected = row.answered_at is not None
     row.answer, row.audience = _text(text, "answer"), audience
     row.answered_by, row.answered_at = jury.id, utcnow()
-    audit.record(db, jury, "clarification_answered", f"message {row.id}",
-                 {"audience": audience, "corrected": corrected})  # fmt: skip
+    detail = {"audience": audience, "corrected": corrected}
+    audit.record(db, jury, "clarification_answered", f"message {row.id}", detail, row.contest_id)
     _news(db)
     return message_dict(row, organizer=True)
 
 
-def announce(db: Session, jury: User, text: str, problem: str = "") -> dict[str, Any]:
-    if problem and db.scalar(select(Problem.id).where(Problem.slug == problem)) is None:
-        raise NotFound(f"no problem {problem!r}")
-    row = Message(kind="announcement", author_id=jury.id, problem=problem,
+def announce(
+    db: Session, jury: User, text: str, problem: str = "", contest: Contest | None = None
+) -> dict[str, Any]:
+    """To every team of `contest` (None: the current contest)."""
+    contest = contest if contest is not None else contests.current(db)
+    _problem_in(db, contest, problem)
+    row = Message(kind="announcement", author_id=jury.id, problem=problem, contest_id=contest.id,
                   text=_text(text, "announcement"), audience="all")  # fmt: skip
     db.add(row)
     db.flush()
-    audit.record(db, jury, "announcement", f"message {row.id}", {"problem": problem})
+    audit.record(db, jury, "announcement", f"message {row.id}", {"problem": problem},
+                 contest=contest.id)  # fmt: skip
     _news(db)
     return message_dict(row, organizer=True)
 
@@ -100,11 +113,17 @@ def may_read(organizer: bool, team_id: int | None, row_team: int | None, audienc
 
 
 def visible(
-    db: Session, user: User, kind: str | None = None, limit: int = 500
+    db: Session,
+    user: User,
+    kind: str | None = None,
+    limit: int = 500,
+    contest: Contest | None = None,
 ) -> list[dict[str, Any]]:
-    """What `user` may read, newest first: everything for organizers; for a team, the
-    announcements, the answers to all and its own questions."""
-    query = select(Message).where(Message.contest_id == CURRENT)
+    """What `user` may read of `contest` (None: the user's, contests.resolve), newest
+    first: everything for organizers; for a team, the announcements, the answers to all
+    and its own questions."""
+    contest = contest if contest is not None else contests.resolve(db, user)
+    query = select(Message).where(Message.contest_id == contest.id)
     if kind:
         query = query.where(Message.kind == kind)
     if not user.is_admin:
@@ -119,6 +138,7 @@ def message_dict(row: Message, organizer: bool) -> dict[str, Any]:
     (others see that a team asked, not which)."""
     data: dict[str, Any] = {
         "id": row.id,
+        "contest_id": row.contest_id,
         "kind": row.kind,
         "problem": row.problem or None,
         "text": row.text,

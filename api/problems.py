@@ -208,8 +208,10 @@ def package_of(settings: Settings, version: ProblemVersion) -> Package:
     return load_problem(package_root(settings, version.package_blob, version.package_path))
 
 
-def public_case_path(db: Session, settings: Settings, slug: str, case_name: str) -> Path:
-    version = current_version(db, slug)
+def public_case_path(
+    db: Session, settings: Settings, slug: str, case_name: str, contest: Contest | None = None
+) -> Path:
+    version = current_version(db, slug, contest)
     case = next((c for c in version.cases if c.name == case_name), None)
     if case is None or case.split != "public":
         raise NotFound(f"no public case '{case_name}' in '{slug}'")

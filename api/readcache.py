@@ -50,7 +50,8 @@ LIVE_S = float(os.environ.get("MEMORACE_READ_LIVE_S") or 5.0)
 MAX_ENTRIES = 4096  # per process; past it, expired entries go, then everything
 WROTE = "memorace_readcache_wrote"  # in Session.info: what this transaction changed (Written)
 AUTH = "memorace_readcache_auth"  # ... and it changed a user, a team or a token
-AUTH_TABLES = frozenset({"users", "teams", "api_tokens"})  # what api.tokencache keeps
+# What api.tokencache keeps (a team's registrations: the contests its callers see).
+AUTH_TABLES = frozenset({"users", "teams", "api_tokens", "registrations"})
 BOOKKEEPING = "memorace_bookkeeping"  # an execution option: a write no cached read shows
 
 # What an entry shows, so that news clears only what it changes: a board's snapshot
@@ -215,8 +216,11 @@ def _after_flush(session: Session, _context: Any) -> None:
         wrote = _written(session)
         for obj in changed:
             wrote.note_row(obj, session)
-    # A new user or token is in no cache; an edited or deleted one may be.
-    if any(table_of(o) in AUTH_TABLES for o in (*session.dirty, *session.deleted)):
+    # A new user or token is in no cache; an edited or deleted one may be; a new
+    # registration changes what its team's cached callers may see.
+    if any(table_of(o) in AUTH_TABLES for o in (*session.dirty, *session.deleted)) or any(
+        table_of(o) == "registrations" for o in session.new
+    ):
         session.info[AUTH] = True
 
 
@@ -228,7 +232,8 @@ def _on_execute(state: ORMExecuteState) -> None:
     bookkeeping = state.execution_options.get(BOOKKEEPING)
     if not bookkeeping:
         _written(state.session).note_statement(table)
-    if table in AUTH_TABLES and not state.is_insert and not bookkeeping:
+    joins = table == "registrations"  # an insert too: see _after_flush
+    if table in AUTH_TABLES and (joins or not state.is_insert) and not bookkeeping:
         state.session.info[AUTH] = True
 
 
@@ -274,21 +279,24 @@ def _after_rollback(session: Session) -> None:
 # --- what the hot reads keep ---------------------------------------------------------------
 
 
-def _snapshot_key(db: Session, slug: str, weights: bool) -> Hashable:
-    return ("snapshot", database(db), slug, weights)  # as known_snapshot_at reads it
+def _snapshot_key(db: Session, slug: str, weights: bool, contest: int | None) -> Hashable:
+    return ("snapshot", database(db), slug, weights, contest)  # as known_snapshot_at reads it
 
 
-def snapshot(db: Session, slug: str, weights: bool = False) -> board.Snapshot:
-    """board.snapshot, asked of the database at most once per lifetime()."""
-    key = _snapshot_key(db, slug, weights)
-    return cached(key, (BOARD, slug), lambda: board.snapshot(db, slug, weights))
+def snapshot(
+    db: Session, slug: str, weights: bool = False, contest: int | None = None
+) -> board.Snapshot:
+    """board.snapshot, asked of the database at most once per lifetime(). `contest`:
+    None, the current contest (the only one the hot path serves)."""
+    key = _snapshot_key(db, slug, weights, contest)
+    return cached(key, (BOARD, slug), lambda: board.snapshot(db, slug, weights, contest))
 
 
 def known_snapshot(db: Session, slug: str, weights: bool = False) -> board.Snapshot | None:
-    """The snapshot if this process holds a fresh one (no I/O), else None."""
+    """The current contest's snapshot if this process holds a fresh one (no I/O)."""
     return known_snapshot_at(database(db), slug, weights)
 
 
 def known_snapshot_at(db_key: Hashable, slug: str, weights: bool = False) -> board.Snapshot | None:
     """known_snapshot by the database's key (database()): no session needed."""
-    return get(("snapshot", db_key, slug, weights))  # type: ignore[no-any-return]
+    return get(("snapshot", db_key, slug, weights, None))  # type: ignore[no-any-return]

@@ -21,6 +21,7 @@ class SignUpIn(Body):
     password: str = Field(max_length=1024)
     team: str = Field(default="", max_length=100)  # a new team's name
     invite: str = Field(default="", max_length=100)  # or a team's invitation code
+    contest: str = Field(default="", max_length=64)  # a new team's contest ("": current)
 
 
 class LockIn(Body):
@@ -38,7 +39,22 @@ def sign_up(body: SignUpIn, request: Request, settings: Config, db: DB) -> dict[
     approves the account before it can log in. A few per address and hour."""
     address = request.client.host if request.client else "unknown"
     admit = partial(signup.admit, settings, address)  # its own commit, before the hash
-    return signup.sign_up(db, body.username, body.password, body.team, body.invite, admit)
+    contest = (body.contest or request.query_params.get("contest", ""))[:64] or None
+    return signup.sign_up(db, body.username, body.password, body.team, body.invite, admit, contest)
+
+
+@router.get("/signup/contests")
+def joinable(db: DB) -> list[dict[str, Any]]:
+    """The contests one may sign up for, or enter with one's team."""
+    return [{"slug": c.slug, "title": c.title, "signup": c.signup}
+            for c in signup.joinable_contests(db)]  # fmt: skip
+
+
+@router.post("/contests/{ref}/entry", status_code=201)
+def enter_contest(ref: str, user: Contestant, db: DB) -> dict[str, Any]:
+    """Your team enters the contest: at once where its sign-up is open, else pending
+    an organizer's approval."""
+    return signup.enter(db, user, ref)
 
 
 @router.post("/team/invite", status_code=201)

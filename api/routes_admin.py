@@ -10,10 +10,10 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse
 from pydantic import AfterValidator, BaseModel, Field, field_validator
 
-from api import admin, audit, baselines, finals, imports, messages, problems, queue
+from api import admin, audit, baselines, contests, finals, imports, messages, problems, queue
 from api.audit import record
 from api.auth import expiry, iso, utc
-from api.deps import DB, Admin, Config, Id
+from api.deps import DB, Admin, Config, ContestRef, Id
 from api.errors import ServiceError
 from api.uploads import form_schema
 
@@ -187,14 +187,18 @@ def disqualify(body: DisqualifyIn, user: Admin, db: DB) -> dict[str, Any]:
 
 
 @router.get("/contest")
-def get_contest(user: Admin, db: DB) -> dict[str, Any]:
-    return admin.contest_dict(admin.contest(db))
+def get_contest(user: Admin, db: DB, contest: ContestRef = None) -> dict[str, Any]:
+    """The contest's settings (`contest`: a slug or id; absent, the current contest)."""
+    return admin.contest_dict(contests.resolve(db, user, contest))
 
 
 @router.put("/contest")
-def put_contest(body: ContestIn, user: Admin, db: DB, settings: Config) -> dict[str, Any]:
+def put_contest(
+    body: ContestIn, user: Admin, db: DB, settings: Config, contest: ContestRef = None
+) -> dict[str, Any]:
     changes = body.model_dump(exclude_unset=True)
-    answer = admin.contest_dict(admin.update_contest(db, user, changes))
+    row = contests.resolve(db, user, contest)
+    answer = admin.contest_dict(admin.update_contest(db, user, changes, row))
     db.commit()
     baselines.catch_up(settings)  # the reveal and the switch queue baseline judgings
     return answer
@@ -206,9 +210,10 @@ def get_audit(user: Admin, db: DB, limit: int = 200) -> list[dict[str, Any]]:
 
 
 @router.get("/clarifications")
-def all_clarifications(user: Admin, db: DB) -> list[dict[str, Any]]:
-    """Every team's questions (with the team's name) and their answers, newest first."""
-    return messages.visible(db, user, "clarification")
+def all_clarifications(user: Admin, db: DB, contest: ContestRef = None) -> list[dict[str, Any]]:
+    """Every team's questions (with the team's name) and their answers, newest first,
+    in the contest (absent: the current one)."""
+    return messages.visible(db, user, "clarification", contest=contests.resolve(db, user, contest))
 
 
 @router.post("/clarifications/{message_id}/answer")
@@ -217,5 +222,9 @@ def answer_clarification(message_id: Id, body: AnswerIn, user: Admin, db: DB) ->
 
 
 @router.post("/announcements", status_code=201)
-def announce(body: AnnouncementIn, user: Admin, db: DB) -> dict[str, Any]:
-    return messages.announce(db, user, body.text, body.problem)
+def announce(
+    body: AnnouncementIn, user: Admin, db: DB, contest: ContestRef = None
+) -> dict[str, Any]:
+    """To every team of the contest (absent: the current one)."""
+    chosen = contests.resolve(db, user, contest)
+    return messages.announce(db, user, body.text, body.problem, chosen)

@@ -11,9 +11,18 @@ from fastapi.responses import FileResponse, JSONResponse, PlainTextResponse, Res
 from pydantic import BaseModel, Field
 from sqlalchemy.orm import Session
 
-from api import events, hidden, message_feed, messages, problems, readcache, submissions
+from api import contests, events, hidden, message_feed, messages, problems, readcache, submissions
 from api.caller import Caller
-from api.deps import DB, Config, Contestant, ContestantReader, Id, Reader, Viewer
+from api.deps import (
+    DB,
+    Config,
+    Contestant,
+    ContestantReader,
+    ContestRef,
+    Id,
+    Reader,
+    Viewer,
+)
 from api.errors import ServiceError
 from api.leaderboard import cached_leaderboard, known_board
 from api.uploads import form_schema, read_upload
@@ -32,25 +41,38 @@ def me(user: Contestant) -> dict[str, Any]:
     }
 
 
+@router.get("/contests")
+def list_contests(db: DB, viewer: Viewer) -> list[dict[str, Any]]:
+    """The contests you may see: your team's (organizers and visitors: every one)."""
+    return [contests.summary(db, c) for c in contests.visible(db, viewer)]
+
+
 @router.get("/problems")
-def list_problems(db: DB) -> list[dict[str, Any]]:
-    return [_problem_dict(v, full=False) for v in problems.all_current(db)]
+def list_problems(db: DB, viewer: Viewer, contest: ContestRef = None) -> list[dict[str, Any]]:
+    """The contest's problems (`contest`: a slug or id; absent, your contest)."""
+    chosen = contests.open_for(db, viewer, contest)
+    return [_problem_dict(v, full=False) for v in problems.all_current(db, chosen)]
 
 
 @router.get("/problems/{slug}")
-def get_problem(slug: str, db: DB, viewer: Viewer) -> dict[str, Any]:
-    shown = hidden.hidden_visible(db, viewer)
-    return _problem_dict(problems.current_version(db, slug), full=True, hidden=shown)
+def get_problem(slug: str, db: DB, viewer: Viewer, contest: ContestRef = None) -> dict[str, Any]:
+    chosen = contests.open_for(db, viewer, contest)
+    shown = hidden.hidden_visible(db, viewer, chosen)
+    return _problem_dict(problems.current_version(db, slug, chosen), full=True, hidden=shown)
 
 
 @router.get("/problems/{slug}/statement", response_class=PlainTextResponse)
-def get_statement(slug: str, db: DB) -> str:
-    return problems.current_version(db, slug).statement
+def get_statement(slug: str, db: DB, viewer: Viewer, contest: ContestRef = None) -> str:
+    chosen = contests.open_for(db, viewer, contest)
+    return problems.current_version(db, slug, chosen).statement
 
 
 @router.get("/problems/{slug}/cases/{case}")
-def download_case(slug: str, case: str, db: DB, settings: Config) -> FileResponse:
-    path = problems.public_case_path(db, settings, slug, case)
+def download_case(
+    slug: str, case: str, db: DB, settings: Config, viewer: Viewer, contest: ContestRef = None
+) -> FileResponse:
+    chosen = contests.open_for(db, viewer, contest)
+    path = problems.public_case_path(db, settings, slug, case, chosen)
     return FileResponse(path, filename=path.name, media_type="text/csv")
 
 
@@ -78,7 +100,8 @@ def _case_dict(case: Any, figures: bool) -> dict[str, Any]:
 
 # The form is read by the route itself (api.uploads), after the token is checked.
 SUBMISSION_FORM = form_schema(
-    "the planner: .py, .cpp, .zip or .tar.gz", {"problem": "problem slug"}
+    "the planner: .py, .cpp, .zip or .tar.gz",
+    {"problem": "problem slug", "contest": "a contest's slug or id (absent: yours)"},
 )
 
 
@@ -95,6 +118,7 @@ async def submit(request: Request, user: Contestant, db: DB, settings: Config) -
         check_form_problem(upload.fields.get("problem", "")),
         upload.filename,
         upload.data,
+        _contest_of(request, upload.fields.get("contest", "")),
     )
     await run_in_threadpool(db.commit)  # the rate limit's lock is held until here
     if not reused:
@@ -156,15 +180,26 @@ async def follow(
 
 
 @router.get("/leaderboard/{slug}")
-async def get_leaderboard(slug: str, db: DB, viewer: Reader, request: Request) -> Response:
+async def get_leaderboard(
+    slug: str, db: DB, viewer: Reader, request: Request, contest: ContestRef = None
+) -> Response:
     """With an ETag: `If-None-Match` with the last one is 304 until the board changes.
     async: a board in this process's caches needs no database session (api.readcache)."""
-    board = known_board(db, slug, viewer)
-    board = board or await run_in_threadpool(cached_leaderboard, db, slug, viewer)
+    board = None if contest else known_board(db, slug, viewer)
+    board = board or await run_in_threadpool(_board, db, slug, viewer, contest)
     headers = {"ETag": board.etag, "Cache-Control": "private, no-cache"}
     if board.etag in request.headers.get("if-none-match", ""):
         return Response(status_code=304, headers=headers)
     return Response(board.encoded, media_type="application/json", headers=headers)
+
+
+def _contest_of(request: Request, field: str) -> str | None:
+    """A write's contest: its form or body field, else `?contest=` (the CLI sends it)."""
+    return (field.strip() or request.query_params.get("contest", "").strip())[:64] or None
+
+
+def _board(db: Session, slug: str, viewer: Caller | None, contest: str | None) -> Any:
+    return cached_leaderboard(db, slug, viewer, contests.open_for(db, viewer, contest))
 
 
 # The submission list's page: newest first, a cursor (the last id seen) for the next.
@@ -185,24 +220,31 @@ def check_form_problem(slug: str) -> str:
 class QuestionIn(BaseModel):
     question: str = Field(max_length=messages.MAX_TEXT * 2)
     problem: str = Field(default="", max_length=64)  # a slug; "": a general question
+    contest: str = Field(default="", max_length=64)  # a slug or id; "": yours
 
 
 @router.post("/clarifications", status_code=201)
-def ask_jury(body: QuestionIn, user: Contestant, db: DB) -> dict[str, Any]:
+def ask_jury(body: QuestionIn, user: Contestant, db: DB, request: Request) -> dict[str, Any]:
     """Ask the jury about a problem or in general; only your team sees the question
     unless the jury answers it to everyone."""
-    return messages.ask(db, user, _no_nul(body.question), _no_nul(body.problem))
+    chosen = contests.resolve(db, user, _contest_of(request, _no_nul(body.contest)))
+    return messages.ask(db, user, _no_nul(body.question), _no_nul(body.problem), chosen)
 
 
 @router.get("/clarifications")
-def list_clarifications(user: Contestant, db: DB) -> list[dict[str, Any]]:
-    """Your team's questions and the ones answered to everyone, newest first."""
-    return messages.visible(db, user, "clarification")
+def list_clarifications(
+    user: Contestant, db: DB, contest: ContestRef = None
+) -> list[dict[str, Any]]:
+    """Your team's questions and the ones answered to everyone, newest first, in the
+    contest (absent: yours)."""
+    return messages.visible(db, user, "clarification", contest=contests.resolve(db, user, contest))
 
 
 @router.get("/announcements")
-def list_announcements(user: Contestant, db: DB) -> list[dict[str, Any]]:
-    return messages.visible(db, user, "announcement")
+def list_announcements(
+    user: Contestant, db: DB, contest: ContestRef = None
+) -> list[dict[str, Any]]:
+    return messages.visible(db, user, "announcement", contest=contests.resolve(db, user, contest))
 
 
 @router.get("/contest/events")

@@ -8,8 +8,8 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Query
 from fastapi.responses import Response
 
-from api import compare, exports, hidden, history, messages, problems, submissions
-from api.deps import DB, Admin, Config, Contestant, Id, Viewer
+from api import compare, contests, exports, hidden, history, messages, problems, submissions
+from api.deps import DB, Admin, Config, Contestant, ContestRef, Id, Viewer
 from api.errors import Forbidden
 from judge.starterkit import starter_kit
 
@@ -27,9 +27,12 @@ EXPORTS = {
 
 
 @router.get("/problems/{slug}/starter-kit", response_class=Response)
-def get_starter_kit(slug: str, db: DB, settings: Config) -> Response:
-    """The current version's starter kit (zip): public cases, contract, templates, command."""
-    package = problems.package_of(settings, problems.current_version(db, slug))
+def get_starter_kit(
+    slug: str, db: DB, settings: Config, viewer: Viewer, contest: ContestRef = None
+) -> Response:
+    """The contest's version's starter kit (zip): public cases, contract, templates, command."""
+    chosen = contests.open_for(db, viewer, contest)
+    package = problems.package_of(settings, problems.current_version(db, slug, chosen))
     name, data = starter_kit(package, settings.repository_url)
     return Response(data, media_type="application/zip", headers=_attachment(name))
 
@@ -42,26 +45,36 @@ def get_comparison(sub_id: Id, user: Contestant, db: DB) -> dict[str, Any]:
 
 
 @router.get("/problems/{slug}/history.svg", response_class=Response)
-def get_history(slug: str, db: DB, viewer: Viewer, score: Score = "public_score") -> Response:
+def get_history(
+    slug: str, db: DB, viewer: Viewer, score: Score = "public_score", contest: ContestRef = None
+) -> Response:
     """The best scores over time (top teams, the viewer's team, the references) as SVG."""
-    if score == "hidden_score" and not hidden.hidden_visible(db, viewer):
+    chosen = contests.open_for(db, viewer, contest)
+    if score == "hidden_score" and not hidden.hidden_visible(db, viewer, chosen):
         raise Forbidden("hidden scores show only after the reveal")
-    svg = history.cached_svg(db, slug, viewer, score)
+    svg = history.cached_svg(db, slug, viewer, score, chosen)
     return Response(svg, media_type="image/svg+xml", headers={"Cache-Control": "no-store"})
 
 
 @router.get("/exports/mine", response_class=Response)
-def export_mine(user: Contestant, db: DB, format: Format = "csv") -> Response:
-    """Your team's judged submissions, case by case, as the API shows them to you."""
-    rows = exports.own_results(db, user)
+def export_mine(
+    user: Contestant, db: DB, format: Format = "csv", contest: ContestRef = None
+) -> Response:
+    """Your team's judged submissions, case by case, as the API shows them to you
+    (`contest`: that contest's only; absent, every contest's)."""
+    chosen = contests.resolve(db, user, contest) if contest else None
+    rows = exports.own_results(db, user, chosen)
     return _export(rows, exports.MINE, format, "my-results")
 
 
 @router.get("/exports/clarifications", response_class=Response)
-def export_clarifications(user: Contestant, db: DB, format: Format = "csv") -> Response:
+def export_clarifications(
+    user: Contestant, db: DB, format: Format = "csv", contest: ContestRef = None
+) -> Response:
     """The announcements and the questions you may read (your team's, those answered
-    to all), as the API shows them to you."""
-    rows = messages.visible(db, user, limit=EXPORT_ROWS)
+    to all), as the API shows them to you, of the contest (absent: yours)."""
+    chosen = contests.resolve(db, user, contest)
+    rows = messages.visible(db, user, limit=EXPORT_ROWS, contest=chosen)
     return _export(rows, messages.COLUMNS, format, "clarifications")
 
 
@@ -72,19 +85,22 @@ def export_admin(
     db: DB,
     format: Format = "csv",
     problem: Slug = None,
+    contest: ContestRef = None,
 ) -> Response:
     """standings (every board, as organizers see it), results (each judged submission's
     per-case results), audit (the audit log, oldest first) or clarifications (every
-    question with its team, every answer and announcement)."""
+    question with its team, every answer and announcement), of `contest` (absent: the
+    current contest's standings and clarifications; every contest's results and audit)."""
+    chosen = contests.resolve(db, user, contest) if contest else None
     if what == "clarifications":
-        rows = messages.visible(db, user, limit=EXPORT_ROWS)
+        rows = messages.visible(db, user, limit=EXPORT_ROWS, contest=chosen)
         return _export(rows, messages.COLUMNS, format, what)
     if what == "standings":
-        rows = exports.standings(db, user, problem)
+        rows = exports.standings(db, user, problem, chosen)
     elif what == "results":
-        rows = exports.results(db, problem)
+        rows = exports.results(db, problem, chosen)
     else:
-        rows = exports.audit_log(db)
+        rows = exports.audit_log(db, chosen)
     return _export(rows, EXPORTS[what], format, what + (f"-{problem}" if problem else ""))
 
 

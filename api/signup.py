@@ -21,10 +21,10 @@ from sqlalchemy import func, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from api import admin
+from api import admin, contests
 from api.audit import record
 from api.auth import hash_password, revoke_access, token_hash, user_named
-from api.db.models import Team, User, utcnow
+from api.db.models import Contest, Team, User, utcnow
 from api.db.session import session_scope
 from api.errors import Conflict, Forbidden, NotFound, ServiceError, TooMany
 from api.login import KEY_LENGTH, count_attempt
@@ -46,14 +46,19 @@ def admit(settings: Settings, address: str) -> None:
 
 
 def sign_up(
-    db: Session, username: str, password: str, team: str, invite: str, admit: Callable[[], None]
+    db: Session,
+    username: str,
+    password: str,
+    team: str,
+    invite: str,
+    admit: Callable[[], None],
+    contest_ref: str | None = None,
 ) -> dict[str, Any]:
-    """A new account in a new team (`team`, a name) or in the team whose code is `invite`.
+    """A new account in a new team (`team`, a name; registered in the contest
+    `contest_ref` names, else the current one) or in the team whose code is `invite`.
     `admit` (the per-address count) runs once the request is known to be good, just
     before the password's hash: a refused request counts nothing."""
-    contest = admin.contest(db)
-    if contest.signup not in ("open", "approval"):
-        raise Forbidden("sign-up is closed: the organizers make the accounts")
+    contest = joinable(db, contest_ref)
     if not password:
         raise ServiceError("a password has at least 8 characters")
     if bool(team.strip()) == bool(invite.strip()):
@@ -73,7 +78,7 @@ def sign_up(
             if db.scalar(select(Team.id).where(Team.name == team.strip())) is not None:
                 raise Conflict(f"team '{team.strip()}' exists already")
             admit()
-            joined = admin.create_team(db, team, None)
+            joined = admin.create_team(db, team, None, contest)
             code = new_code(joined)
         user = admin.create_user(db, username, password, joined.name, False, None)
     except IntegrityError:  # a parallel sign-up took the name between the check and ours
@@ -87,6 +92,37 @@ def sign_up(
     record(db, user, "sign_up", username, {"team": joined.name, "pending": user.pending})
     return {"username": user.username, "team": joined.name, "pending": user.pending,
             "invite_code": code, "detail": _welcome(user.pending, code)}  # fmt: skip
+
+
+def joinable(db: Session, ref: str | None) -> Contest:
+    """The contest `ref` names (None: the current one) if it lets people sign up."""
+    contest = contests.find(db, ref) if ref else contests.current(db)
+    if contest is None:
+        raise NotFound(f"no contest '{(ref or '')[:64]}'")
+    if contest.signup not in ("open", "approval"):
+        raise Forbidden("sign-up is closed: the organizers make the accounts")
+    return contest
+
+
+def joinable_contests(db: Session) -> list[Contest]:
+    """The contests anyone may sign up for or enter (their titles are public)."""
+    query = select(Contest).where(Contest.signup.in_(("open", "approval"))).order_by(Contest.id)
+    return list(db.scalars(query))
+
+
+def enter(db: Session, user: User, ref: str) -> dict[str, Any]:
+    """`user`'s team asks to enter the contest `ref`: registered at once where its
+    sign-up is open, pending an organizer's approval where it needs approval."""
+    if user.team is None or user.team.system:
+        raise Forbidden("only a team's member enters a contest for the team")
+    contest = joinable(db, ref)
+    if contest.id in contests.registered(db, user.team_id):
+        raise Conflict(f"team '{user.team.name}' is in contest '{contest.slug}' already")
+    status = "pending" if contest.signup == "approval" else "approved"
+    contests.register(db, contest, user.team.id, status)
+    record(db, user, "enter_contest", f"contest {contest.slug}: {user.team.name}",
+           {"status": status}, contest.id)  # fmt: skip
+    return {"contest": contest.slug, "team": user.team.name, "status": status}
 
 
 def _check_name(name: str, what: str, path: bool) -> None:

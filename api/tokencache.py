@@ -25,7 +25,7 @@ from sqlalchemy import inspect
 from sqlalchemy.orm import Session, make_transient_to_detached
 from sqlalchemy.orm.attributes import set_committed_value
 
-from api import news
+from api import contests, news
 from api.db.models import ApiToken, Team, User, aware, utcnow
 
 TTL_S = 5.0
@@ -41,6 +41,7 @@ class Entry:
     user: dict[str, Any]  # the user's columns
     team: dict[str, Any] | None  # its team's columns
     fetched: float  # time.monotonic() of the database check
+    contests: tuple[int, ...] = ()  # the contests its team is registered in (approved)
 
 
 _entries: OrderedDict[tuple[str, str], Entry] = OrderedDict()
@@ -75,8 +76,9 @@ def _attach(db: Session, model: type, columns: dict[str, Any]) -> Any:
 def remember(db: Session, digest: str, row: ApiToken, user: User, gen: int) -> None:
     """Keeps the check read from the database since generation() was `gen`."""
     team = user.team  # loaded now, while the session is open
+    mine = tuple(contests.registered(db, user.team_id))
     entry = Entry(row.id, row.expires_at, row.last_used_at, _columns(user),
-                  _columns(team) if team else None, time.monotonic())  # fmt: skip
+                  _columns(team) if team else None, time.monotonic(), mine)  # fmt: skip
     key = _key(db, digest)
     with _lock:
         if _clears[0] != gen:

@@ -78,6 +78,8 @@ def leaderboard_cmd(
     notes.append("hidden revealed" if board.get("hidden_revealed") else "hidden not revealed")
     columns = ("rank", "team", "public", "hidden", "submission", "submitted at")
     title = f"{board.get('problem', slug)} leaderboard ({', '.join(notes)})"
+    if board.get("contest"):
+        title = f"{board['contest']}: {title}"
     table = new_table(title, columns, ("team", "submitted at"))
     for row in board.get("rows", []):
         table.add_row(
@@ -92,6 +94,25 @@ def leaderboard_cmd(
         show(table, whole=(1,))  # team names
     else:
         out.print("no submissions yet")
+
+
+@app.command("contests", rich_help_panel=SERVER)
+def contests_cmd(
+    as_json: Annotated[bool, typer.Option("--json", help="one JSON array")] = False,
+) -> None:
+    """The contests you may see (your team's). Choose one for the other commands with
+    MEMORACE_CONTEST=<slug> or `contest = "<slug>"` in the config file."""
+    with connect() as client, server_errors():
+        found = client.contests()
+    if as_json:
+        out.print_json(json.dumps(found))
+        return
+    table = new_table("contests", ("slug", "title", "current", "starts", "ends"), ("title",))
+    for c in found:
+        current = "yes" if c.get("current") else ""
+        table.add_row(*(str(c.get(k) or "") for k in ("slug", "title")), current,
+                      str(c.get("start_at") or ""), str(c.get("end_at") or ""))  # fmt: skip
+    show(table, whole=(0,))
 
 
 @app.command("final", rich_help_panel=SERVER)

@@ -18,10 +18,11 @@ DEFAULT_CONFIG = "~/.config/memorace/config.toml"
 class Config:
     url: str
     token: str | None
+    contest: str | None = None  # a contest's slug or id; None: the server's default
 
 
 def load_config(env: Mapping[str, str] | None = None) -> Config:
-    """Token: env, then file. URL: env, then file, then DEFAULT_URL.
+    """Token and contest: env, then file. URL: env, then file, then DEFAULT_URL.
 
     Empty environment values count as unset (`MEMORACE_TOKEN= memorace ...`).
     """
@@ -32,7 +33,8 @@ def load_config(env: Mapping[str, str] | None = None) -> Config:
     data = _read_config(path) if explicit or path.is_file() else {}
     url = env.get("MEMORACE_URL") or data.get("url") or DEFAULT_URL
     token = env.get("MEMORACE_TOKEN") or data.get("token") or None
-    return Config(url=url.rstrip("/"), token=token)
+    contest = env.get("MEMORACE_CONTEST") or data.get("contest") or None
+    return Config(url=url.rstrip("/"), token=token, contest=contest)
 
 
 def _read_config(path: Path) -> dict[str, str]:

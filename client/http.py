@@ -47,13 +47,16 @@ class Client:
         timeout: float = 60.0,
         poll_interval: float = 1.0,
         transport: httpx.BaseTransport | None = None,
+        contest: str | None = None,
     ):
+        """`contest`: sent with every request (a slug or id); None: the server's default."""
         self.url = url.rstrip("/")
         self.poll_interval = poll_interval
         headers = {"Authorization": f"Bearer {token}"} if token else {}
         self._http = httpx.Client(
             base_url=self.url + API,
             headers=headers,
+            params={"contest": contest} if contest else None,
             timeout=httpx.Timeout(timeout, connect=10.0),
             transport=transport,
         )
@@ -61,7 +64,7 @@ class Client:
     @classmethod
     def from_config(cls, env: Mapping[str, str] | None = None, **kwargs: Any) -> Client:
         config = load_config(env)
-        return cls(config.url, config.token, **kwargs)
+        return cls(config.url, config.token, contest=config.contest, **kwargs)
 
     def __enter__(self) -> Client:
         return self
@@ -93,6 +96,10 @@ class Client:
         if picks is None:
             return self._json("GET", path)
         return self._json("PUT", path, json={"submissions": picks})
+
+    def contests(self) -> list[dict[str, Any]]:
+        """The contests the caller may see (a team: its own)."""
+        return self._json("GET", "/contests")  # type: ignore[return-value]
 
     def leaderboard(self, slug: str) -> dict[str, Any]:
         return self._json("GET", f"/leaderboard/{slug}")

@@ -27,13 +27,24 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import Session
 
-from api.db.models import BoardState, Case, Contest, Problem, Submission, Team
+from api.db.models import (
+    BoardState,
+    Case,
+    Contest,
+    ContestProblem,
+    Problem,
+    Registration,
+    Submission,
+    Team,
+)
 
 # The columns a leaderboard reads, by model; a change to any of them moves the boards.
 WATCHED: dict[type, tuple[str, ...]] = {
     Submission: ("status", "public_score", "hidden_score", "disqualified", "version_id"),
     Team: ("disqualified", "name"),
-    Contest: ("freeze_at", "hidden_revealed", "baselines"),
+    Contest: ("freeze_at", "hidden_revealed", "baselines", "is_current", "start_at"),
+    ContestProblem: ("version_id", "problem_id", "contest_id"),
+    Registration: ("status", "contest_id", "team_id"),
 }
 
 
@@ -45,46 +56,55 @@ def version(db: Session) -> int:
 class Snapshot:
     """What decides whether a cached board or problem page is fresh, in one query."""
 
-    version_id: int | None  # the problem's current version; None: no such problem
+    version_id: int | None  # the version the contest uses; None: not in it, or no problem
     counter: int
     frozen: bool  # a freeze is set
     revealed: bool  # hidden scores are revealed
     weights: str = ""  # with weights=True: the current version's case weights, as text
+    contest_id: int | None = None  # the contest's (None: no such problem in it)
 
 
-def _snapshot_query(weights: bool) -> Select:
+def _snapshot_query(weights: bool, current: bool) -> Select:
+    """Of the problem `slug` in the contest `contest` (`current`: the current contest)."""
+    version = func.coalesce(ContestProblem.version_id, Problem.current_version_id)
     columns = [
-        Problem.current_version_id,
+        version,
         func.coalesce(BoardState.version, 0),
         Contest.freeze_at.is_not(None),
         func.coalesce(Contest.hidden_revealed, False),
+        Contest.id,
     ]
     if weights:
         listed = func.aggregate_strings(Case.name + "=" + cast(Case.weight, String), ",")
-        columns.append(
-            select(listed).where(Case.version_id == Problem.current_version_id).scalar_subquery()
-        )
+        columns.append(select(listed).where(Case.version_id == version).scalar_subquery())
+    which = Contest.is_current.is_(True) if current else Contest.id == bindparam("contest")
     return (
         select(*columns)
         .select_from(Problem)
+        .join(ContestProblem, ContestProblem.problem_id == Problem.id)
+        .join(Contest, Contest.id == ContestProblem.contest_id)
         .outerjoin(BoardState, BoardState.id == 1)
-        .outerjoin(Contest, Contest.id == 1)
-        .where(Problem.slug == bindparam("slug"))
+        .where(Problem.slug == bindparam("slug"), which)
+        .order_by(Contest.id)
+        .limit(1)
     )
 
 
 # Built once: making the statement cost more CPU than running it (it is on every read).
-_SNAPSHOTS = {False: _snapshot_query(False), True: _snapshot_query(True)}
+_SNAPSHOTS = {(w, c): _snapshot_query(w, c) for w in (False, True) for c in (False, True)}
 
 
-def snapshot(db: Session, slug: str, weights: bool = False) -> Snapshot:
+def snapshot(db: Session, slug: str, weights: bool = False, contest: int | None = None) -> Snapshot:
     """`weights`: the case weights too (the problem page shows them; a weight's change
-    moves no board until a rescore applies it, so the counter does not say it)."""
-    found = db.execute(_SNAPSHOTS[weights], {"slug": slug}).first()
+    moves no board until a rescore applies it, so the counter does not say it).
+    `contest`: the contest's id; None: the current contest."""
+    params = {"slug": slug} if contest is None else {"slug": slug, "contest": contest}
+    found = db.execute(_SNAPSHOTS[weights, contest is None], params).first()
     if found is None:
         return Snapshot(None, 0, False, False)
-    version_id, counter, frozen, revealed, *listed = found
-    return Snapshot(version_id, int(counter), bool(frozen), bool(revealed), *map(str, listed))
+    version_id, counter, frozen, revealed, contest_id, *listed = found
+    text = str(listed[0]) if listed else ""
+    return Snapshot(version_id, int(counter), bool(frozen), bool(revealed), text, contest_id)
 
 
 def bump(db: Session) -> None:

@@ -11,6 +11,7 @@ from api.pages import (  # noqa: F401  (they add their routes)
     messages,
     organizer,
     organizer_accounts,
+    organizer_contests,
     organizer_problems,
     signup,
 )

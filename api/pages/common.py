@@ -18,9 +18,11 @@ from fastapi.responses import FileResponse, HTMLResponse, RedirectResponse, Resp
 from fastapi.templating import Jinja2Templates
 from markdown_it import MarkdownIt
 from markupsafe import Markup
+from sqlalchemy.orm import Session
 
+from api import contests
 from api.caller import Caller
-from api.db.models import User
+from api.db.models import Contest, User
 from api.errors import Forbidden, NotFound, ServiceError
 from judge.pictures.svg import human_bytes
 from judge.submission import SUFFIXES
@@ -143,6 +145,31 @@ def _static_version() -> str:
 
 
 templates = Jinja2Templates(env=_environment())
+
+
+def page_contest(request: Request, db: Session, viewer: Any) -> Contest:
+    """The contest a page shows: `?contest=` (kept in the session for the next pages),
+    else the session's choice, else the viewer's contest (api.contests.resolve)."""
+    has_session = "session" in request.scope
+    asked = request.query_params.get("contest")
+    if asked:
+        row = contests.resolve(db, viewer, asked[:64])
+        if has_session:
+            request.session["contest"] = row.slug
+        return row
+    kept = request.session.get("contest") if has_session else None
+    if isinstance(kept, str):
+        try:
+            return contests.resolve(db, viewer, kept)
+        except NotFound:  # no longer the viewer's (a registration withdrawn)
+            request.session.pop("contest", None)
+    return contests.resolve(db, viewer)
+
+
+def chose_contest(request: Request) -> bool:
+    """Whether the page's contest comes from the request or the session (not the default)."""
+    kept = "session" in request.scope and "contest" in request.session
+    return kept or "contest" in request.query_params
 
 
 def render(

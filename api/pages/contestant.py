@@ -13,10 +13,10 @@ from markdown_it import MarkdownIt
 from markupsafe import Markup
 from sqlalchemy.orm import Session
 
-from api import baselines, compare, finals, history, problems, submissions
+from api import baselines, compare, contests, finals, history, problems, submissions
 from api.auth import end_session
 from api.blobs import plan_file
-from api.db.models import Contest, Submission, User
+from api.db.models import Submission, User
 from api.deps import DB, SESSION_KEY, Config, Contestant, Reader, Viewer, session_viewer
 from api.errors import NotFound, ServiceError
 from api.leaderboard import cached_leaderboard
@@ -27,8 +27,10 @@ from api.pages.common import (
     UPLOAD_SUFFIXES,
     _safe_next,
     check_csrf,
+    chose_contest,
     csrf_token,
     done,
+    page_contest,
     redirect,
     render,
     router,
@@ -112,21 +114,32 @@ def logout(request: Request, db: DB) -> Response:
 @router.get("/")
 @router.get("/problems")
 def problem_list(request: Request, db: DB, viewer: Viewer) -> Response:
+    """The contest's problems (before its start: none, but for organizers), and the
+    other contests the viewer may switch to."""
+    contest = page_contest(request, db, viewer)
+    shown = contests.started(contest) or bool(viewer and viewer.is_admin)
     return render(
         request,
         "problems.html",
         viewer,
-        problems=problems.all_current(db),
-        contest=db.get(Contest, 1),
+        problems=problems.all_current(db, contest) if shown else [],
+        contest=contest,
+        others=[c for c in contests.visible(db, viewer) if c.id != contest.id],
     )
 
 
 @router.get("/problems/{slug}")
 async def problem_page(slug: str, request: Request, db: DB, viewer: Reader) -> Response:
     """async: from api.readcache, the page needs no database session, only its frame."""
-    found = known_main(db, slug, viewer)
-    title, main = found or await run_in_threadpool(problem_main, db, slug, viewer)
+    found = None if chose_contest(request) else known_main(db, slug, viewer)
+    title, main = found or await run_in_threadpool(_problem_main, request, db, slug, viewer)
     return render(request, "problem.html", viewer, title=title, body=main)
+
+
+def _problem_main(request: Request, db: Session, slug: str, viewer: Any) -> tuple[str, Markup]:
+    contest = page_contest(request, db, viewer)
+    contests.check_started(contest, viewer)
+    return problem_main(db, slug, viewer, contest)
 
 
 # The type rules' tables (the online faults, the offload fields) need the table rule.
@@ -144,15 +157,17 @@ def type_page(name: str, request: Request, viewer: Viewer) -> Response:
 
 @router.get("/problems/{slug}/leaderboard")
 def leaderboard_page(slug: str, request: Request, db: DB, viewer: Viewer) -> Response:
-    board = cached_leaderboard(db, slug, viewer).body  # shared: read, never changed
+    contest = page_contest(request, db, viewer)
+    contests.check_started(contest, viewer)
+    board = cached_leaderboard(db, slug, viewer, contest).body  # shared: read, never changed
     return render(
         request,
         "leaderboard.html",
         viewer,
         board=board,
         rows=baselines.interleave(board),
-        charts=[(c.score, Markup(c.svg)) for c in history.charts(db, slug, viewer)],
-        version=problems.current_version(db, slug),
+        charts=[(c.score, Markup(c.svg)) for c in history.charts(db, slug, viewer, contest)],
+        version=problems.current_version(db, slug, contest),
         own_team=viewer.team.name if viewer and viewer.team else None,
     )
 
@@ -160,8 +175,10 @@ def leaderboard_page(slug: str, request: Request, db: DB, viewer: Viewer) -> Res
 @router.get("/leaderboard")
 def all_leaderboards(request: Request, db: DB, viewer: Viewer) -> Response:
     """Every problem's board on one page (the top rows; each links to its full board)."""
-    versions = problems.all_current(db)
-    boards = [(v, cached_leaderboard(db, v.problem.slug, viewer).body) for v in versions]
+    contest = page_contest(request, db, viewer)
+    contests.check_started(contest, viewer)
+    versions = problems.all_current(db, contest)
+    boards = [(v, cached_leaderboard(db, v.problem.slug, viewer, contest).body) for v in versions]
     own_team = viewer.team.name if viewer and viewer.team else None
     return render(request, "leaderboards.html", viewer, boards=boards, top=10, own_team=own_team)
 
@@ -177,7 +194,7 @@ def _submit_form(
         "submit.html",
         user,
         status,
-        problems=problems.all_current(db),
+        problems=problems.all_current(db, _form_contest(request, db, user)),
         chosen=problem,
         accept=UPLOAD_SUFFIXES,
         error=error or None,
@@ -208,9 +225,11 @@ def _submit(
     try:
         if not upload.filename:
             raise ServiceError("choose the planner file to upload")
+        chosen = upload.fields.get("contest", "").strip()[:64] or None
         sub, reused = submissions.create_submission(
-            db, settings, user, check_form_problem(problem), upload.filename, upload.data
-        )
+            db, settings, user, check_form_problem(problem), upload.filename, upload.data,
+            chosen or page_contest(request, db, user).slug,
+        )  # fmt: skip
     except ServiceError as exc:
         db.rollback()
         return _submit_form(request, db, user, problem, exc.status, exc.message)
@@ -222,6 +241,14 @@ def _submit(
         return done(request, f"/submissions/{sub.id}", "submitted: it waits for a judge")
     why = "submitted, but no worker is running now: it will be judged when one starts"
     return done(request, f"/submissions/{sub.id}", why, "warn")
+
+
+def _form_contest(request: Request, db: Session, user: User) -> Any:
+    """The submit form's contest; a broken choice shows the viewer's own."""
+    try:
+        return page_contest(request, db, user)
+    except ServiceError:
+        return contests.resolve(db, user)
 
 
 # --- submissions --------------------------------------------------------------------------
@@ -276,9 +303,10 @@ def submission_page(
 
 def _final_view(db: Session, sub: Submission, user: User) -> dict[str, Any] | None:
     """The team's picks for the final judging, on its own submissions' pages (api.finals)."""
-    if user.team is None or sub.team_id != user.team_id or not finals.final_mode(db):
+    contest = contests.of_submission(db, sub)
+    if user.team is None or sub.team_id != user.team_id or not finals.final_mode(db, contest):
         return None
-    view = finals.view(db, user.team, sub.version.problem.slug)
+    view = finals.view(db, user.team, sub.version.problem.slug, contest)
     return {**view, "this": sub.id in view["judged_at_the_end"],
             "picked_this": sub.id in view["picked"]}  # fmt: skip
 
@@ -293,9 +321,10 @@ def pick_for_final(
     slug = sub.version.problem.slug
     if user.team is None:
         return done(request, back, "only a team's members pick its submissions", "warn")
-    picked = [i for i in finals.view(db, user.team, slug)["picked"] if i != sub.id]
+    contest = contests.of_submission(db, sub)
     try:
-        finals.choose(db, user, slug, [*picked, sub.id] if pick == "1" else picked)
+        picked = [i for i in finals.view(db, user.team, slug, contest)["picked"] if i != sub.id]
+        finals.choose(db, user, slug, [*picked, sub.id] if pick == "1" else picked, contest)
     except ServiceError as exc:
         db.rollback()
         return done(request, back, exc.message, "warn")

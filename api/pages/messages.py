@@ -13,7 +13,7 @@ from sqlalchemy.orm import Session
 from api import messages, problems
 from api.db.models import User
 from api.deps import DB, Admin, Contestant
-from api.pages.common import render, router
+from api.pages.common import page_contest, render, router
 from api.pages.organizer import _act
 
 PAGE = "/clarifications"
@@ -22,14 +22,16 @@ PAGE = "/clarifications"
 def _page(
     request: Request, db: Session, user: User, status: int = 200, error: str = ""
 ) -> Response:
+    contest = page_contest(request, db, user)
     return render(
         request,
         "clarifications.html",
         user,
         status,
-        announcements=messages.visible(db, user, "announcement"),
-        questions=messages.visible(db, user, "clarification"),
-        problems=problems.all_current(db),
+        contest=contest,
+        announcements=messages.visible(db, user, "announcement", contest=contest),
+        questions=messages.visible(db, user, "clarification", contest=contest),
+        problems=problems.all_current(db, contest),
         error=error or None,
     )
 
@@ -48,7 +50,8 @@ def ask_page(
     problem: Annotated[str, Form()] = "",
 ) -> Response:
     def act() -> str:
-        return f"question #{messages.ask(db, user, question, problem)['id']} sent to the jury"
+        asked = messages.ask(db, user, question, problem, page_contest(request, db, user))
+        return f"question #{asked['id']} sent to the jury"
 
     return _act(request, db, PAGE, act, partial(_page, request, db, user))
 
@@ -78,6 +81,7 @@ def announce_page(
     problem: Annotated[str, Form()] = "",
 ) -> Response:
     def act() -> str:
-        return f"announcement #{messages.announce(db, user, text, problem)['id']} sent"
+        made = messages.announce(db, user, text, problem, page_contest(request, db, user))
+        return f"announcement #{made['id']} sent"
 
     return _act(request, db, PAGE, act, partial(_page, request, db, user))

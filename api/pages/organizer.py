@@ -14,12 +14,12 @@ from fastapi.responses import Response
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from api import admin, audit, finals, problems
+from api import admin, audit, contests, finals, problems
 from api import baselines as reference
 from api.db.models import Submission, Team, User
 from api.deps import DB, Admin
 from api.errors import ServiceError
-from api.pages.common import _safe_next, done, log, render, router
+from api.pages.common import _safe_next, done, log, page_contest, render, router
 from api.workers import all_workers
 
 
@@ -31,7 +31,7 @@ def _admin_home(
         "admin/index.html",
         user,
         status,
-        contest=admin.contest_dict(admin.contest(db)),
+        contest=admin.contest_dict(page_contest(request, db, user)),
         counts=_counts(db),
         workers=all_workers(db, request.app.state.settings),
         beats=request.app.state.settings,
@@ -85,8 +85,10 @@ def admin_contest(
     final_picks: Annotated[str, Form()] = "",
     signup: Annotated[str, Form()] = "",
     team_size: Annotated[str, Form()] = "",
+    contest: Annotated[str, Form()] = "",
 ) -> Response:
     def act() -> str:
+        row = contests.resolve(db, user, contest.strip() or None)
         changes = {
             "title": title.strip() or "MemoRace",
             "start_at": _stamp("start", start_at),
@@ -106,8 +108,8 @@ def admin_contest(
             changes["signup"] = signup
         if team_size:
             changes["team_size"] = _whole(team_size, "team_size")
-        admin.update_contest(db, user, changes)
-        return "contest settings saved"
+        admin.update_contest(db, user, changes, row)
+        return f"settings of contest '{row.slug}' saved"
 
     answer = _act(request, db, "/admin", act, partial(_admin_home, request, db, user))
     reference.catch_up(request.app.state.settings)  # the reveal, the switch: judgings
@@ -122,12 +124,14 @@ def _whole(value: str, name: str) -> int:
 
 
 @router.post("/admin/final-judging")
-def admin_final_judging(request: Request, user: Admin, db: DB) -> Response:
-    """The form's button: the final judging of every problem (api.finals)."""
+def admin_final_judging(
+    request: Request, user: Admin, db: DB, contest: Annotated[str, Form()] = ""
+) -> Response:
+    """The form's button: the final judging of every problem of the contest (api.finals)."""
     queued: list[int] = []
 
     def act() -> str:
-        queued.extend(finals.start(db, user, None))
+        queued.extend(finals.start(db, user, None, contests.resolve(db, user, contest or None)))
         return f"final judging started: {len(queued)} judgings queued"
 
     answer = _act(request, db, "/admin", act, partial(_admin_home, request, db, user))

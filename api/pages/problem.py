@@ -15,7 +15,8 @@ from sqlalchemy.orm import Session
 from api import hidden, problems, readcache
 from api.caller import Caller
 from api.db import board
-from api.db.models import ProblemVersion, User
+from api.db.models import Contest, ProblemVersion, User
+from api.leaderboard import means_current
 from api.pages.common import _markdown, templates
 
 CACHED_PAGES = 256  # per process: problems x versions x 4 viewer classes
@@ -34,9 +35,12 @@ def known_main(db: Session, slug: str, viewer: Viewer) -> tuple[str, Markup] | N
 
 
 def known_main_at(db_key: Hashable, slug: str, viewer: Viewer) -> tuple[tuple, Main] | None:
-    """known_main by the database's key (readcache.database()), with its cache key."""
+    """known_main by the database's key (readcache.database()), with its cache key: the
+    current contest's page, for a viewer whose contest it is (known without I/O)."""
     state = readcache.known_snapshot_at(db_key, slug, weights=True)
-    if state is None or state.version_id is None:
+    if state is None or state.version_id is None or state.contest_id is None:
+        return None
+    if not means_current(viewer, state.contest_id):
         return None
     key = _key(db_key, state, viewer)
     with _lock:
@@ -78,11 +82,12 @@ def known_page(db_key: Hashable, slug: str, viewer: Caller | None) -> bytes | No
     return page
 
 
-def problem_main(db: Session, slug: str, viewer: Viewer) -> tuple[str, Markup]:
-    """(the page's title, its main part) as `viewer` sees them."""
-    state = readcache.snapshot(db, slug, weights=True)
-    if state.version_id is None:
-        problems.current_version(db, slug)  # says why: no such problem
+def problem_main(db: Session, slug: str, viewer: Viewer, contest: Contest) -> tuple[str, Markup]:
+    """(the page's title, its main part) of `contest`'s version as `viewer` sees them."""
+    state = readcache.snapshot(db, slug, True, None if contest.is_current else contest.id)
+    if state.version_id is None or state.contest_id != contest.id:
+        problems.current_version(db, slug, contest)  # says why: no such problem in it
+        state = board.snapshot(db, slug, True, contest.id)  # made current meanwhile
     key = _key(readcache.database(db), state, viewer)
     with _lock:
         found = _cache.get(key)
@@ -111,4 +116,4 @@ def _key(db_key: Hashable, state: board.Snapshot, viewer: Viewer) -> tuple:
     case's figures or not. Not the board's counter: it moved with every judging's end,
     and every viewer's page was rendered again (on the hot path's event loop)."""
     whole = hidden.sees_hidden(viewer, state.revealed)  # a hidden case's figures
-    return (db_key, state.version_id, state.weights, whole, viewer is not None)
+    return (db_key, state.contest_id, state.version_id, state.weights, whole, viewer is not None)

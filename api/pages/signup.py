@@ -11,7 +11,7 @@ from fastapi import Form, Request
 from fastapi.responses import Response
 from sqlalchemy.orm import Session
 
-from api import admin, signup
+from api import contests, signup
 from api.db.models import User
 from api.deps import DB, Admin, Config
 from api.errors import ServiceError
@@ -23,13 +23,19 @@ ACCOUNTS = "/admin/accounts"
 
 
 def _page(request: Request, mode: str, status: int = 200, **shown: object) -> Response:
-    shown = {"made": None, "username": "", "team": "", **shown}
+    shown = {"made": None, "username": "", "team": "", "contest": "", **shown}
     return render(request, "signup.html", None, status, mode=mode, **shown)
 
 
+def _mode(db: Session, ref: str) -> str:
+    """The sign-up mode of the contest `ref` names (empty: the current one)."""
+    found = contests.find(db, ref) if ref else contests.current(db)
+    return found.signup if found is not None else "closed"
+
+
 @router.get("/signup")
-def signup_page(request: Request, db: DB) -> Response:
-    return _page(request, admin.contest(db).signup)
+def signup_page(request: Request, db: DB, contest: str = "") -> Response:
+    return _page(request, _mode(db, contest[:64]), contest=contest[:64])
 
 
 @router.post("/signup")
@@ -41,18 +47,21 @@ def signup_form(
     password: Annotated[str, Form()] = "",
     team: Annotated[str, Form()] = "",
     invite: Annotated[str, Form()] = "",
+    contest: Annotated[str, Form()] = "",
 ) -> Response:
     """The invitation code is in this response only (as a new API token is)."""
-    mode = admin.contest(db).signup
+    contest = contest.strip()[:64]
+    mode = _mode(db, contest)
     try:
         address = request.client.host if request.client else "unknown"
         admit = partial(signup.admit, settings, address)
-        made = signup.sign_up(db, username, password, team, invite, admit)
+        made = signup.sign_up(db, username, password, team, invite, admit, contest or None)
     except ServiceError as exc:
         db.rollback()
-        return _page(request, mode, exc.status, error=exc.message, username=username, team=team)
+        return _page(request, mode, exc.status, error=exc.message, username=username, team=team,
+                     contest=contest)  # fmt: skip
     db.commit()
-    return _page(request, mode, 201, made=made)
+    return _page(request, mode, 201, made=made, contest=contest)
 
 
 def _accounts_act(request: Request, db: Session, user: User, act: Callable[[], str]) -> Response:
