@@ -51,7 +51,7 @@ def of_submission(db: Session, sub: Submission) -> Contest:
 def find(db: Session, ref: str) -> Contest | None:
     """By slug, or by id written as digits."""
     ref = ref.strip()
-    if ref.isdigit() and len(ref) < 10:
+    if ref.isascii() and ref.isdigit() and len(ref) < 10:
         return db.get(Contest, int(ref))
     return db.scalar(select(Contest).where(Contest.slug == ref)) if SLUG.fullmatch(ref) else None
 

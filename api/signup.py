@@ -116,8 +116,9 @@ def enter(db: Session, user: User, ref: str) -> dict[str, Any]:
     if user.team is None or user.team.system:
         raise Forbidden("only a team's member enters a contest for the team")
     contest = joinable(db, ref)
-    if contest.id in contests.registered(db, user.team_id):
-        raise Conflict(f"team '{user.team.name}' is in contest '{contest.slug}' already")
+    for status in ("approved", "pending"):
+        if contest.id in contests.registered(db, user.team_id, status):
+            raise Conflict(f"team '{user.team.name}' is in contest '{contest.slug}' ({status})")
     status = "pending" if contest.signup == "approval" else "approved"
     contests.register(db, contest, user.team.id, status)
     record(db, user, "enter_contest", f"contest {contest.slug}: {user.team.name}",
