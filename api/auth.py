@@ -86,11 +86,16 @@ def check_token(db: Session, token: str) -> TokenCheck:
     if row.expires_at is not None and aware(row.expires_at) <= utcnow():
         when = aware(row.expires_at).strftime("%Y-%m-%d %H:%M UTC")
         return TokenCheck(row, f"this token expired at {when}; ask the organizers for a new one")
-    if row.user.locked_at is not None:
-        return TokenCheck(row, "this account is locked; ask the organizers")
-    if row.user.pending:
-        return TokenCheck(row, "this account waits for an organizer's approval")
-    return TokenCheck(row, "")
+    return TokenCheck(row, blocked(row.user) or "")
+
+
+def blocked(user: User) -> str | None:
+    """Why `user` may not log in (locked, or pending); None when nothing blocks it."""
+    if user.locked_at is not None:
+        return "this account is locked; ask the organizers"
+    if user.pending:
+        return "this account waits for an organizer's approval"
+    return None
 
 
 def is_stale(last_used_at: datetime | None) -> bool:

@@ -38,7 +38,7 @@ from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Session
 
 from api.audit import record, tally
-from api.auth import start_session, user_named, verify_password
+from api.auth import blocked, start_session, user_named, verify_password
 from api.db.models import LoginThrottle, User, aware, utcnow
 from api.db.session import session_scope
 from api.settings import Settings
@@ -165,14 +165,7 @@ def _begin(settings: Settings, keys: list[Key], username: str) -> _Begun | float
             return _Begun(counts, None, "")
         # A locked or pending account's password is checked as any (same cost); only its
         # owner, who knows it, learns why there is no login.
-        blocked = "" if user.can_log_in else _blocked(user)
-        return _Begun(counts, user.id, user.password_hash, blocked)
-
-
-def _blocked(user: User) -> str:
-    if user.locked_at is not None:
-        return "this account is locked; ask the organizers"
-    return "this account waits for an organizer's approval" if user.pending else ""
+        return _Begun(counts, user.id, user.password_hash, blocked(user) or "")
 
 
 def count_attempt(db: Session, key: str, window_s: float) -> tuple[int, datetime | None]:
