@@ -11,7 +11,7 @@ from typing import Any
 
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
-from sqlalchemy import delete, false, or_, select, true, update
+from sqlalchemy import delete, or_, select, update
 from sqlalchemy.orm import Session, joinedload
 
 from api import tokencache
@@ -152,17 +152,20 @@ def revoke_token(db: Session, token_id: int, owner: User | None = None) -> ApiTo
 def revoke_access(db: Session, user: User, tokens: bool = True) -> tuple[int, int]:
     """Revoke every token of `user` (unless not `tokens`) and end every web session:
     (tokens, sessions)."""
-    live = ApiToken.revoked.is_(False) & (true() if tokens else false())
-    revoked = db.execute(
-        update(ApiToken).where(ApiToken.user_id == user.id, live).values(revoked=True)
-    )
+    revoked = 0
+    if tokens:
+        revoked = db.execute(
+            update(ApiToken)
+            .where(ApiToken.user_id == user.id, ApiToken.revoked.is_(False))
+            .values(revoked=True)
+        ).rowcount  # type: ignore[attr-defined]
     sessions = db.execute(
         update(WebSession)
         .where(WebSession.user_id == user.id, WebSession.ended_at.is_(None))
         .values(ended_at=utcnow())
     )
     tokencache.clear()
-    return revoked.rowcount, sessions.rowcount  # type: ignore[attr-defined]
+    return revoked, sessions.rowcount  # type: ignore[attr-defined]
 
 
 def utc(stamp: datetime) -> datetime:
