@@ -84,7 +84,7 @@ def sign_up(
     except IntegrityError:  # a parallel sign-up took the name between the check and ours
         raise Conflict("this username or team name was just taken; choose another") from None
     # Counted again after our row: parallel joins each counted before the other's insert.
-    members = db.scalar(select(func.count(User.id)).where(User.team_id == joined.id)) or 0
+    members = _members(db, joined.id)
     if invite.strip() and members > contest.team_size:
         most = contest.team_size
         raise Conflict(f"team '{joined.name}' is full: {most} members, the most a team may have")
@@ -144,10 +144,14 @@ def _team_of_code(db: Session, code: str, size: int) -> Team:
     team = db.scalar(found)
     if team is None or team.system or team.disqualified:
         raise NotFound("no team has this invitation code")
-    members = db.scalar(select(func.count(User.id)).where(User.team_id == team.id)) or 0
+    members = _members(db, team.id)
     if members >= size:
         raise Conflict(f"team '{team.name}' is full: {members} members, the most a team may have")
     return team
+
+
+def _members(db: Session, team_id: int) -> int:
+    return db.scalar(select(func.count(User.id)).where(User.team_id == team_id)) or 0
 
 
 def _welcome(pending: bool, code: str | None) -> str:
