@@ -23,6 +23,11 @@ from api.settings import Settings, get_settings
 # worker thread, and each such hop cost about 5 % of a cached read's CPU.
 
 
+def client_address(request: Request) -> str:
+    """The client's address, "unknown" when the server was not told it."""
+    return request.client.host if request.client else "unknown"
+
+
 async def settings_dep(request: Request) -> Settings:
     """The settings the app was made with (create_app), else the environment's."""
     return getattr(request.app.state, "settings", None) or get_settings()

@@ -10,7 +10,7 @@ from fastapi import APIRouter, Request
 from pydantic import Field
 
 from api import signup
-from api.deps import DB, Admin, Config, Contestant
+from api.deps import DB, Admin, Config, Contestant, client_address
 from api.routes_admin import Body
 
 router = APIRouter(prefix="/api/v1", tags=["accounts"])
@@ -37,7 +37,7 @@ def sign_up(body: SignUpIn, request: Request, settings: Config, db: DB) -> dict[
     """An account of your own, where the contest allows it: in a new team (`team`) or in
     a team whose invitation code you were given (`invite`). With approval, an organizer
     approves the account before it can log in. A few per address and hour."""
-    address = request.client.host if request.client else "unknown"
+    address = client_address(request)
     admit = partial(signup.admit, settings, address)  # its own commit, before the hash
     contest = (body.contest or request.query_params.get("contest", ""))[:64] or None
     return signup.sign_up(db, body.username, body.password, body.team, body.invite, admit, contest)

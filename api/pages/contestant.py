@@ -17,7 +17,16 @@ from api import baselines, compare, contests, finals, history, problems, submiss
 from api.auth import end_session
 from api.blobs import plan_file
 from api.db.models import Submission, User
-from api.deps import DB, SESSION_KEY, Config, Contestant, Reader, Viewer, session_viewer
+from api.deps import (
+    DB,
+    SESSION_KEY,
+    Config,
+    Contestant,
+    Reader,
+    Viewer,
+    client_address,
+    session_viewer,
+)
 from api.errors import NotFound, ServiceError
 from api.leaderboard import cached_leaderboard
 from api.login import Result as LoginResult
@@ -63,7 +72,7 @@ async def login(
     next: Annotated[str, Form()] = "/",
 ) -> Response:
     """Async: a login waiting for a password-hash slot holds no thread (api.login)."""
-    address = request.client.host if request.client else "unknown"
+    address = client_address(request)
     result = await attempt(request.app, settings, username.strip(), password, address)
     if result.user_id is None:
         return _login_refused(request, username, next, result)

@@ -13,7 +13,7 @@ from sqlalchemy.orm import Session
 
 from api import contests, signup
 from api.db.models import User
-from api.deps import DB, Admin, Config
+from api.deps import DB, Admin, Config, client_address
 from api.errors import ServiceError
 from api.pages.common import render, router
 from api.pages.organizer import _act
@@ -53,7 +53,7 @@ def signup_form(
     contest = contest.strip()[:64]
     mode = _mode(db, contest)
     try:
-        address = request.client.host if request.client else "unknown"
+        address = client_address(request)
         admit = partial(signup.admit, settings, address)
         made = signup.sign_up(db, username, password, team, invite, admit, contest or None)
     except ServiceError as exc:
