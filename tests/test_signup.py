@@ -19,8 +19,11 @@ from hypothesis import strategies as st
 from api import signup
 from api.errors import TooMany
 from api.settings import Settings
+from tests import test_pages
 from tests.service import VENV_BIN, Service, start_service
 from tests.test_package import make_package
+from tests.test_pages import csrf_of, login, post
+from tests.test_pages import service as pages_service  # noqa: F401  (the in-process app)
 from tests.test_service_e2e import backends
 
 PASSWORD = "a-long-password"
@@ -193,3 +196,47 @@ def test_the_cli_signs_up_and_organizers_keep_accounts(service: Service) -> None
     token = service.api("POST", "/api/v1/admin/tokens", json={"username": eve}).json()["token"]
     fresh = json.loads(memorace(service, token, "invite", "--json"))
     assert fresh["team"] == team and fresh["invite_code"] != made["invite_code"]
+
+
+# --- the sign-up page, in-process (tests.test_pages' app) --------------------------------
+
+
+def test_sign_up_with_approval_and_the_organizers_buttons(
+    pages_service: test_pages.Service,  # noqa: F811
+) -> None:
+    """The sign-up page (closed, then with approval); the invitation code shows once; the
+    organizer approves, locks, unlocks and resets the password on the accounts page."""
+    anonymous = pages_service.client_for(None)
+    assert "Sign-up is closed" in anonymous.get("/signup").text
+    boss = pages_service.client_for("boss")
+    assert 'name="signup"' in boss.get("/admin").text
+    page = boss.get("/admin").text
+    token = csrf_of(page)
+    saved = boss.post("/admin/contest", data={"csrf_token": token, "signup": "approval",
+                      "team_size": "3"}, follow_redirects=False)  # fmt: skip
+    assert saved.status_code == 303, saved.text
+    form = {"username": "newbie", "password": test_pages.PASSWORD, "team": "green"}
+    made = post(anonymous, "/signup", "/signup", form)
+    assert made.status_code == 201 and "waits for an organizer" in made.text
+    assert re.search(r'id="invite-code">[\w-]{16}<', made.text)
+    again = post(anonymous, "/signup", "/signup", {**form, "team": "green2"})
+    assert again.status_code == 409 and "exists already" in again.text
+    pending = login(pages_service.client_for(None), "newbie")  # the right password, not approved
+    assert pending.status_code == 403 and "approval" in pending.text
+    assert login(pages_service.client_for(None), "newbie", "not-the-password").status_code == 401
+    accounts = boss.get("/admin/accounts").text
+    assert "/admin/users/newbie/approve" in accounts
+    assert post(boss, "/admin/accounts", "/admin/users/newbie/approve", {}).status_code == 303
+    newbie = pages_service.client_for("newbie")  # logs in now
+    assert (
+        post(boss, "/admin/accounts", "/admin/users/newbie/lock", {"locked": "1"}).status_code
+        == 303
+    )
+    assert newbie.get("/submissions", follow_redirects=False).status_code == 303  # session ended
+    assert "/admin/users/newbie/lock" in boss.get("/admin/accounts").text  # the Unlock button
+    post(boss, "/admin/accounts", "/admin/users/newbie/lock", {"locked": "0"})
+    reset = post(boss, "/admin/accounts", "/admin/users/newbie/password", {"password": "short"})
+    assert reset.status_code == 400 and "at least 8" in reset.text
+    post(boss, "/admin/accounts", "/admin/users/newbie/password", {"password": "brand-new-pass"})
+    assert login(pages_service.client_for(None), "newbie").status_code == 401
+    assert login(pages_service.client_for(None), "newbie", "brand-new-pass").status_code == 303
