@@ -50,6 +50,7 @@ LIVE_S = float(os.environ.get("MEMORACE_READ_LIVE_S") or 5.0)
 MAX_ENTRIES = 4096  # per process; past it, expired entries go, then everything
 WROTE = "memorace_readcache_wrote"  # in Session.info: what this transaction changed (Written)
 AUTH = "memorace_readcache_auth"  # ... and it changed a user, a team or a token
+NEW_TEAMS = "memorace_readcache_new_teams"  # teams made in this transaction: in no cache
 # What api.tokencache keeps (a team's registrations: the contests its callers see).
 AUTH_TABLES = frozenset({"users", "teams", "api_tokens", "registrations"})
 BOOKKEEPING = "memorace_bookkeeping"  # an execution option: a write no cached read shows
@@ -217,10 +218,12 @@ def _after_flush(session: Session, _context: Any) -> None:
         for obj in changed:
             wrote.note_row(obj, session)
     # A new user or token is in no cache; an edited or deleted one may be; a new
-    # registration changes what its team's cached callers may see.
-    if any(table_of(o) in AUTH_TABLES for o in (*session.dirty, *session.deleted)) or any(
-        table_of(o) == "registrations" for o in session.new
-    ):
+    # registration changes what its team's cached callers may see (unless the team is
+    # new too).
+    made = session.info.setdefault(NEW_TEAMS, set())
+    made.update(o.id for o in session.new if table_of(o) == "teams")
+    joined = any(table_of(o) == "registrations" and o.team_id not in made for o in session.new)
+    if joined or any(table_of(o) in AUTH_TABLES for o in (*session.dirty, *session.deleted)):
         session.info[AUTH] = True
 
 
@@ -241,6 +244,7 @@ def _news_of(session: Session, pop: bool) -> tuple[bool, news.News | None]:
     """(whether this transaction wrote what a kept answer shows, its news; None: none)."""
     take = session.info.pop if pop else session.info.get
     wrote, auth = take(WROTE, None), take(AUTH, False)
+    take(NEW_TEAMS, None)
     if wrote is not None and wrote.anything():
         return True, wrote.news(auth)
     return False, (news.News(0, auth=True, origin=news.ORIGIN) if auth else None)
@@ -274,6 +278,7 @@ def _after_commit(session: Session) -> None:
 def _after_rollback(session: Session) -> None:
     session.info.pop(WROTE, None)
     session.info.pop(AUTH, None)
+    session.info.pop(NEW_TEAMS, None)
 
 
 # --- what the hot reads keep ---------------------------------------------------------------
