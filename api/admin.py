@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import unicodedata
 from datetime import datetime
 from typing import Any
 
@@ -29,11 +30,23 @@ SIGNUP_MODES = ("closed", "open", "approval")  # api.signup
 MAX_TEAM_SIZE = 100
 
 
+def check_name(name: str, what: str, path: bool) -> None:
+    """No control or invisible characters (look-alikes of other names, text that moves
+    a terminal); a username is also a path segment of the organizers' buttons
+    (/admin/users/NAME/...), where '/', '\\' or a dot segment would aim them at another
+    account (a browser resolves 'x/../admin' to 'admin')."""
+    if any(unicodedata.category(c)[0] in "CZ" and c != " " for c in name):
+        raise ServiceError(f"{what} holds a control or invisible character", 422)
+    if path and ("/" in name or "\\" in name or name in (".", "..")):
+        raise ServiceError(f"{what} must not hold '/' or '\\', nor be '.' or '..'", 422)
+
+
 def create_team(db: Session, name: str, actor: User | None, contest: Contest | None = None) -> Team:
     """A team, registered in `contest` (None: the current contest)."""
     name = name.strip()
     if not 1 <= len(name) <= 100:
         raise ServiceError("a team name has 1 to 100 characters")
+    check_name(name, "a team name", path=False)
     if name == baselines.TEAM:  # baselines.owner makes it; taken, it could not
         raise Conflict(f"'{name}' is the reference planners' team: the name is reserved")
     if db.scalar(select(Team).where(Team.name == name)):
@@ -58,6 +71,7 @@ def create_user(
     username = username.strip()
     if not 1 <= len(username) <= 100:
         raise ServiceError("a username has 1 to 100 characters")
+    check_name(username, "a username", path=True)
     if password and len(password) < 8:
         raise ServiceError("a password has at least 8 characters")
     if username == baselines.USER:

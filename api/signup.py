@@ -12,8 +12,8 @@ audit log.
 
 from __future__ import annotations
 
+import ipaddress
 import secrets
-import unicodedata
 from collections.abc import Callable
 from typing import Any
 
@@ -35,7 +35,7 @@ def admit(settings: Settings, address: str) -> None:
     """Counts a sign-up from `address` (committed at once, whatever follows); 429 past
     the most an address may make in the login window."""
     with session_scope(settings.database_url) as db:
-        key = f"signup:{address}"[:KEY_LENGTH]
+        key = f"signup:{counted_as(address)}"[:KEY_LENGTH]
         count, _ = count_attempt(db, key, settings.login_window_s)
     if count > settings.signups_per_address:
         hours = settings.login_window_s / 3600
@@ -43,6 +43,20 @@ def admit(settings: Settings, address: str) -> None:
             f"{settings.signups_per_address} accounts were made from this address in the last "
             f"{hours:g} h, the most allowed; try again later or ask the organizers"
         )
+
+
+def counted_as(address: str) -> str:
+    """An IPv6 address counts as its /64 (one host holds a whole /64 to pick from);
+    anything else as itself."""
+    try:
+        found = ipaddress.ip_address(address)
+    except ValueError:
+        return address
+    if isinstance(found, ipaddress.IPv6Address):
+        if found.ipv4_mapped is not None:
+            return str(found.ipv4_mapped)
+        return str(ipaddress.ip_network(f"{found}/64", strict=False))
+    return str(found)
 
 
 def sign_up(
@@ -63,8 +77,8 @@ def sign_up(
         raise ServiceError("a password has at least 8 characters")
     if bool(team.strip()) == bool(invite.strip()):
         raise ServiceError("give a team name to make a team, or a team's invitation code to join")
-    _check_name(username.strip(), "a username", path=True)
-    _check_name(team.strip(), "a team name", path=False)
+    admin.check_name(username.strip(), "a username", path=True)
+    admin.check_name(team.strip(), "a team name", path=False)
     if len(password) < 8:
         raise ServiceError("a password has at least 8 characters")
     if user_named(db, username.strip()) is not None:
@@ -124,17 +138,6 @@ def enter(db: Session, user: User, ref: str) -> dict[str, Any]:
     record(db, user, "enter_contest", f"contest {contest.slug}: {user.team.name}",
            {"status": status}, contest.id)  # fmt: skip
     return {"contest": contest.slug, "team": user.team.name, "status": status}
-
-
-def _check_name(name: str, what: str, path: bool) -> None:
-    """No control or invisible characters (look-alikes of other names, text that moves
-    a terminal); a username is also a path segment of the organizers' buttons
-    (/admin/users/NAME/...), where '/', '\\' or a dot segment would aim them at another
-    account (a browser resolves 'x/../admin' to 'admin')."""
-    if any(unicodedata.category(c)[0] in "CZ" and c != " " for c in name):
-        raise ServiceError(f"{what} holds a control or invisible character", 422)
-    if path and ("/" in name or "\\" in name or name in (".", "..")):
-        raise ServiceError(f"{what} must not hold '/' or '\\', nor be '.' or '..'", 422)
 
 
 def _team_of_code(db: Session, code: str, size: int) -> Team:

@@ -23,7 +23,8 @@ from api.db.models import Judging, Submission
 
 # Rows that no kept answer shows: a write of them alone clears nothing. Bookkeeping
 # written often (token use, web sessions, the login throttle, heartbeats, the news) and
-# the blob store's rows (an upload's bytes), clarifications (read uncached: api.messages).
+# the blob store's rows (an upload's bytes), clarifications (read uncached: api.messages)
+# and the audit log.
 UNSEEN_TABLES = frozenset(
     {
         "api_tokens",
@@ -34,6 +35,7 @@ UNSEEN_TABLES = frozenset(
         "blobs",
         "blob_chunks",
         "messages",
+        "audit_log",  # read uncached (the audit page, its export)
     }
 )
 BOARD_TABLE = "board_state"  # its counter moves when a board does (api.db.board.bump)

@@ -240,3 +240,17 @@ def test_sign_up_with_approval_and_the_organizers_buttons(
     post(boss, "/admin/accounts", "/admin/users/newbie/password", {"password": "brand-new-pass"})
     assert login(pages_service.client_for(None), "newbie").status_code == 401
     assert login(pages_service.client_for(None), "newbie", "brand-new-pass").status_code == 303
+
+
+def test_an_ipv6_address_counts_as_its_64() -> None:
+    """A host picks any address of its /64: the per-address cap counts the /64."""
+    assert signup.counted_as("2001:db8::1") == signup.counted_as("2001:db8::ffff:9")
+    assert signup.counted_as("2001:db8::1") != signup.counted_as("2001:db8:0:1::1")
+    assert signup.counted_as("::ffff:10.0.0.1") == "10.0.0.1"
+    assert signup.counted_as("10.0.0.1") == "10.0.0.1"
+    assert signup.counted_as("testclient") == "testclient"
+
+
+@given(st.text(max_size=60))
+def test_fuzzed_addresses_count_as_some_text(address: str) -> None:
+    assert isinstance(signup.counted_as(address), str)
