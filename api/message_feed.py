@@ -8,10 +8,12 @@ the feed reads the messages that changed since its last read and hands each open
 those its reader may read (api.messages.may_read). Without news it polls a fingerprint
 of the messages every poll interval, so a lost message costs a delay, never an event.
 
-A stream's events carry ids "<feed>:<seq>" (this process's feed and a count of its
-changes): a client that reconnects to the same process with Last-Event-ID gets what it
-missed from the feed's recent history; elsewhere it starts from now (the page's list is
-the record; the stream only says what is new).
+A stream's events carry ids "<feed>:<mark>" (this process's feed and a random mark of
+a position in its changes, so that the ids a team sees do not count the changes it may
+not read: other teams' questions, other contests' messages): a client that reconnects
+to the same process with Last-Event-ID gets what it missed from the feed's recent
+history; elsewhere, or from a mark too old, it starts from now (the page's list is the
+record; the stream only says what is new).
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ import contextlib
 import json
 import logging
 import secrets
-from collections import deque
+from collections import OrderedDict, deque
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -42,6 +44,7 @@ from api.settings import Settings
 
 log = logging.getLogger("memorace.messages")
 HISTORY = 500  # changes kept for streams that reconnect (Last-Event-ID)
+MARKS = 4 * HISTORY  # positions whose random marks are remembered
 SAFETY_POLL_S = 3.0  # the fingerprint poll's interval while news comes
 STREAM_S = 300.0  # a stream's life: then the client reconnects and is checked again
 RECONNECT_MS = 1000  # when a browser reconnects after the end (the SSE `retry` field)
@@ -119,6 +122,8 @@ class MessageFeed:
         self.known: dict[int, Any] | None = None  # None: not read yet
         self.mark: tuple | None = None
         self.seq = 0
+        self.marks: OrderedDict[int, str] = OrderedDict()  # position -> its random mark
+        self.positions: dict[str, int] = {}  # and back
         self.source: Any = None  # the broadcaster: while its news comes, poll slowly
         self.wake: asyncio.Event | None = None
         self.task: asyncio.Task[None] | None = None
@@ -192,12 +197,23 @@ class MessageFeed:
     @property
     def mark_now(self) -> str:
         """A stream's start (Last-Event-ID, or ?after= for a page rendered now)."""
-        return f"{self.name}:{self.seq}"
+        return self.event_id(self.seq)
+
+    def event_id(self, seq: int) -> str:
+        """`seq`'s id: its random mark, the same for every stream."""
+        mark = self.marks.get(seq)
+        if mark is None:
+            mark = self.marks[seq] = secrets.token_urlsafe(9)
+            self.positions[mark] = seq
+            while len(self.marks) > MARKS:
+                _, old = self.marks.popitem(last=False)
+                self.positions.pop(old, None)
+        return f"{self.name}:{mark}"
 
     def resume_from(self, header: str) -> int | None:
-        name, _, seq = header.strip().partition(":")
-        plain = seq.isascii() and seq.isdigit() and len(seq) < 19
-        return int(seq) if name == self.name and plain else None
+        """The position an id of this feed marks; None: another feed's, or forgotten."""
+        name, _, mark = header.strip().partition(":")
+        return self.positions.get(mark) if name == self.name else None
 
 
 def feed(app: Any) -> MessageFeed:
@@ -246,7 +262,7 @@ async def _events(
     clock = asyncio.get_running_loop().time
     end = clock() + life_s
     async with hub.listen(listener, start):
-        yield f"retry: {RECONNECT_MS}\nid: {hub.name}:{start}\nevent: ready\ndata: {{}}\n\n"
+        yield f"retry: {RECONNECT_MS}\nid: {hub.event_id(start)}\nevent: ready\ndata: {{}}\n\n"
         while clock() < end:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(listener.ready.wait(), min(keepalive_s, end - clock()))
@@ -258,5 +274,5 @@ async def _events(
             while listener.pending:
                 change = listener.pending.popleft()
                 data = change.organizer if listener.organizer else change.contestant
-                out.append(f"id: {hub.name}:{change.seq}\nevent: message\ndata: {data}\n\n")
+                out.append(f"id: {hub.event_id(change.seq)}\nevent: message\ndata: {data}\n\n")
             yield "".join(out)

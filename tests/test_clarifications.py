@@ -242,10 +242,23 @@ def test_questions_answers_and_announcements_arrive_live(service: Service) -> No
 @given(st.text(max_size=60))
 def test_a_messages_last_event_id_of_any_text_is_read_or_ignored(header: str) -> None:
     feed = MessageFeed(Settings())
-    found = feed.resume_from(header)
-    assert found is None or 0 <= found < 10**18
+    assert feed.resume_from(header) is None
     assert feed.resume_from(f"{feed.name}:\u00b2") is None and feed.resume_from("x:1") is None
-    assert feed.resume_from(f"{feed.name}:12") == 12
+    assert feed.resume_from(feed.event_id(12)) == 12
+
+
+def test_a_messages_event_id_counts_nothing() -> None:
+    """Ids are random marks, not counts: a team cannot tell from two ids how many
+    changes it was not shown between them; old marks are forgotten."""
+    from api import message_feed
+
+    feed = MessageFeed(Settings())
+    ids = [feed.event_id(seq) for seq in range(3)]
+    assert len(set(ids)) == 3 and feed.event_id(1) == ids[1]
+    assert not any(id_.endswith((":0", ":1", ":2")) for id_ in ids)
+    for seq in range(message_feed.MARKS + 5):
+        feed.event_id(seq + 10)
+    assert feed.resume_from(ids[0]) is None and len(feed.positions) == message_feed.MARKS
 
 
 @given(st.integers(0, 2**31), st.booleans())
