@@ -170,7 +170,10 @@ class HeadAsGet:
 def _errors(app: FastAPI) -> None:
     @app.exception_handler(ServiceError)
     async def service_error(request: Request, exc: ServiceError) -> Response:
-        return _error(request, exc.status, exc.message)
+        answer = _error(request, exc.status, exc.message)
+        if getattr(exc, "retry_after", None):  # busy (503), as api.login.hash_slot says
+            answer.headers["Retry-After"] = exc.retry_after  # type: ignore[attr-defined]
+        return answer
 
     @app.exception_handler(InputError)
     async def input_error(request: Request, exc: InputError) -> Response:

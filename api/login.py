@@ -24,7 +24,9 @@ request threads, and some CPU, to the rest of the service.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import math
+from collections.abc import AsyncIterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -41,6 +43,7 @@ from api.audit import record, tally
 from api.auth import blocked, start_session, user_named, verify_password
 from api.db.models import LoginThrottle, User, aware, utcnow
 from api.db.session import session_scope
+from api.errors import ServiceError
 from api.settings import Settings
 
 KEY_LENGTH = 200  # login_throttle.key
@@ -113,6 +116,30 @@ def _keys(settings: Settings, username: str, address: str) -> list[Key]:
             f"address {address}"[:KEY_LENGTH],
         ),
     ]
+
+
+@contextlib.asynccontextmanager
+async def hash_slot(app: FastAPI, settings: Settings) -> AsyncIterator[None]:
+    """One of the logins' few password-hash slots, for other work that hashes (a
+    sign-up): 503 with Retry-After when none frees up in time, as a login is."""
+    slots = _slots(app, settings)
+    try:
+        await asyncio.wait_for(slots.acquire(), settings.login_hash_wait_s)
+    except TimeoutError:
+        wait = str(max(1, round(settings.login_hash_wait_s)))
+        raise Busy("too many passwords are being hashed now; try again shortly", wait) from None
+    try:
+        yield
+    finally:
+        slots.release()
+
+
+class Busy(ServiceError):
+    status = 503
+
+    def __init__(self, message: str, retry_after: str):
+        super().__init__(message)
+        self.retry_after = retry_after
 
 
 def _slots(app: FastAPI, settings: Settings) -> asyncio.Semaphore:

@@ -7,10 +7,12 @@ from functools import partial
 from typing import Any
 
 from fastapi import APIRouter, Request
+from fastapi.concurrency import run_in_threadpool
 from pydantic import Field
 
 from api import signup
 from api.deps import DB, Admin, Config, Contestant, client_address
+from api.login import hash_slot
 from api.routes_admin import Body
 
 router = APIRouter(prefix="/api/v1", tags=["accounts"])
@@ -33,14 +35,18 @@ class PasswordIn(Body):
 
 
 @router.post("/signup", status_code=201)
-def sign_up(body: SignUpIn, request: Request, settings: Config, db: DB) -> dict[str, Any]:
+async def sign_up(body: SignUpIn, request: Request, settings: Config, db: DB) -> dict[str, Any]:
     """An account of your own, where the contest allows it: in a new team (`team`) or in
     a team whose invitation code you were given (`invite`). With approval, an organizer
     approves the account before it can log in. A few per address and hour."""
     address = client_address(request)
     admit = partial(signup.admit, settings, address)  # its own commit, before the hash
     contest = (body.contest or request.query_params.get("contest", ""))[:64] or None
-    return signup.sign_up(db, body.username, body.password, body.team, body.invite, admit, contest)
+    async with hash_slot(request.app, settings):  # the password's hash: as a login's
+        return await run_in_threadpool(
+            signup.sign_up, db, body.username, body.password, body.team, body.invite, admit,
+            contest,
+        )  # fmt: skip
 
 
 @router.get("/signup/contests")

@@ -8,6 +8,7 @@ from functools import partial
 from typing import Annotated
 
 from fastapi import Form, Request
+from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import Response
 from sqlalchemy.orm import Session
 
@@ -15,6 +16,7 @@ from api import contests, signup
 from api.db.models import User
 from api.deps import DB, Admin, Config, client_address
 from api.errors import ServiceError
+from api.login import hash_slot
 from api.pages.common import render, router
 from api.pages.organizer import _act
 from api.pages.organizer_accounts import _admin_accounts
@@ -39,7 +41,7 @@ def signup_page(request: Request, db: DB, contest: str = "") -> Response:
 
 
 @router.post("/signup")
-def signup_form(
+async def signup_form(
     request: Request,
     settings: Config,
     db: DB,
@@ -49,8 +51,19 @@ def signup_form(
     invite: Annotated[str, Form()] = "",
     contest: Annotated[str, Form()] = "",
 ) -> Response:
-    """The invitation code is in this response only (as a new API token is)."""
+    """The invitation code is in this response only (as a new API token is). The
+    password is hashed in one of the logins' hash slots (api.login.hash_slot)."""
     contest = contest.strip()[:64]
+    async with hash_slot(request.app, settings):
+        return await run_in_threadpool(
+            _sign_up, request, settings, db, (username, password, team, invite), contest
+        )
+
+
+def _sign_up(
+    request: Request, settings: Config, db: Session, form: tuple[str, str, str, str], contest: str
+) -> Response:
+    username, password, team, invite = form
     mode = _mode(db, contest)
     try:
         address = client_address(request)
