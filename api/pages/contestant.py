@@ -198,12 +198,14 @@ def all_leaderboards(request: Request, db: DB, viewer: Viewer) -> Response:
 def _submit_form(
     request: Request, db: Session, user: User, problem: str, status: int = 200, error: str = ""
 ) -> Response:
+    contest = _form_contest(request, db, user)
     return render(
         request,
         "submit.html",
         user,
         status,
-        problems=problems.all_current(db, _form_contest(request, db, user)),
+        problems=problems.all_current(db, contest),
+        contest=contest.slug,  # the form says it: another tab may choose another contest
         chosen=problem,
         accept=UPLOAD_SUFFIXES,
         error=error or None,

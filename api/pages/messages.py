@@ -10,8 +10,8 @@ from fastapi import Form, Request
 from fastapi.responses import Response
 from sqlalchemy.orm import Session
 
-from api import messages, problems
-from api.db.models import User
+from api import contests, messages, problems
+from api.db.models import Contest, User
 from api.deps import DB, Admin, Contestant
 from api.pages.common import page_contest, render, router
 from api.pages.organizer import _act
@@ -36,6 +36,14 @@ def _page(
     )
 
 
+def _chosen(request: Request, db: Session, user: User, contest: str) -> Contest:
+    """The contest of the page the form was on (its hidden field), not the session's:
+    another tab may have chosen another contest since."""
+    if contest.strip():
+        return contests.resolve(db, user, contest.strip()[:64])
+    return page_contest(request, db, user)
+
+
 @router.get(PAGE)
 def clarifications_page(request: Request, user: Contestant, db: DB) -> Response:
     return _page(request, db, user)
@@ -48,9 +56,10 @@ def ask_page(
     db: DB,
     question: Annotated[str, Form()] = "",
     problem: Annotated[str, Form()] = "",
+    contest: Annotated[str, Form()] = "",
 ) -> Response:
     def act() -> str:
-        asked = messages.ask(db, user, question, problem, page_contest(request, db, user))
+        asked = messages.ask(db, user, question, problem, _chosen(request, db, user, contest))
         return f"question #{asked['id']} sent to the jury"
 
     return _act(request, db, PAGE, act, partial(_page, request, db, user))
@@ -79,9 +88,10 @@ def announce_page(
     db: DB,
     text: Annotated[str, Form()] = "",
     problem: Annotated[str, Form()] = "",
+    contest: Annotated[str, Form()] = "",
 ) -> Response:
     def act() -> str:
-        made = messages.announce(db, user, text, problem, page_contest(request, db, user))
+        made = messages.announce(db, user, text, problem, _chosen(request, db, user, contest))
         return f"announcement #{made['id']} sent"
 
     return _act(request, db, PAGE, act, partial(_page, request, db, user))
