@@ -282,3 +282,28 @@ def test_a_contest_day_with_two_contests(day: Service, browser) -> None:
     grace_problems = [p for p in grace_problems if p not in expected]
     assert (jury_problems, grace_problems, ada_problems) == ([], [], []), (
         jury_problems, grace_problems, ada_problems)  # fmt: skip
+
+
+def test_the_announce_form_keeps_its_pages_contest(day: Service, browser) -> None:
+    """An organizer with two tabs: the announcement written on autumn's page goes to
+    autumn, though another tab opened main since (the session's contest)."""
+    from playwright.sync_api import expect
+
+    # Set-up through the API (the pages are the first test's): a contest with the problem.
+    made = day.api("POST", "/api/v1/admin/contests", json={"slug": "autumn", "title": "Autumn"})
+    assert made.status_code == 201, made.text
+    put = day.api("PUT", f"/api/v1/admin/contests/autumn/problems/{PROBLEM}", json={})
+    assert put.status_code in (200, 201), put.text
+    jury, problems = person(browser, day)
+    log_in(jury, "jury")
+    jury.goto("/clarifications?contest=autumn")
+    other = jury.context.new_page()
+    other.goto("/problems?contest=main")  # the session's contest is main now
+    news = "autumn opens its sign-up tomorrow"
+    jury.get_by_label("Announcement").fill(news)
+    jury.get_by_role("button", name="Announce to every team").click()
+    flash(jury, "sent")
+    for contest, shown in (("autumn", 1), ("main", 0)):
+        jury.goto(f"/clarifications?contest={contest}")
+        expect(jury.locator("article.message", has_text=news)).to_have_count(shown)
+    assert problems == [], problems
