@@ -203,6 +203,9 @@ def test_a_contest_day_with_two_contests(day: Service, browser) -> None:
 
     # 3. Each team submits through the form and watches it judged.
     log_in(ada, "ada")
+    ada.goto("/problems")
+    expect(ada.locator("h1")).to_have_text("MemoRace")  # main keeps its migrated title
+    expect(ada.get_by_text("Other contests")).to_have_count(0)  # spring is not hers
     submit(ada)
     submit(grace)
     wait_judged(ada)
