@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from functools import partial
 from typing import Annotated
+from urllib.parse import quote
 
 from fastapi import Form, Request
 from fastapi.responses import Response
@@ -62,7 +63,13 @@ def ask_page(
         asked = messages.ask(db, user, question, problem, _chosen(request, db, user, contest))
         return f"question #{asked['id']} sent to the jury"
 
-    return _act(request, db, PAGE, act, partial(_page, request, db, user))
+    return _act(request, db, _back(contest), act, partial(_page, request, db, user))
+
+
+def _back(contest: str) -> str:
+    """The page of the form's contest (the session's may be another tab's choice)."""
+    slug = contest.strip()[:64]
+    return f"{PAGE}?contest={quote(slug, safe='')}" if slug else PAGE
 
 
 @router.post(PAGE + "/{message_id}/answer")
@@ -94,4 +101,4 @@ def announce_page(
         made = messages.announce(db, user, text, problem, _chosen(request, db, user, contest))
         return f"announcement #{made['id']} sent"
 
-    return _act(request, db, PAGE, act, partial(_page, request, db, user))
+    return _act(request, db, _back(contest), act, partial(_page, request, db, user))
