@@ -129,6 +129,12 @@ def enter(db: Session, user: User, ref: str) -> dict[str, Any]:
     sign-up is open, pending an organizer's approval where it needs approval."""
     if user.team is None or user.team.system:
         raise Forbidden("only a team's member enters a contest for the team")
+    # A closed contest the team may not see answers as one that does not exist (no
+    # probing of names); an open one's title is public (joinable_contests).
+    found = contests.find(db, ref)
+    closed = found is not None and found.signup not in ("open", "approval")
+    if found is not None and closed and not contests.may_see(db, user, found):
+        raise NotFound(f"no contest '{ref[:64]}'")
     contest = joinable(db, ref)
     for status in ("approved", "pending"):
         if contest.id in contests.registered(db, user.team_id, status):
