@@ -361,3 +361,22 @@ def test_spring_before_its_start_is_the_organizers(service: Service, world) -> N
     assert cli(service, b, "leaderboard", SLUG).returncode != 0
     kit = ok(service.api("GET", f"/api/v1/problems/{SLUG}/starter-kit?contest=spring"))
     assert zipfile.ZipFile(io.BytesIO(kit.content)).namelist()
+
+
+def test_kept_answers_wait_for_a_later_start(service: Service, world) -> None:
+    """Runs last: main, started, is read (its board and page are kept for the hot path);
+    then its start moves a day ahead and an organizer reads it (allowed). Nobody else may
+    get the kept board or page now, a visitor nor amber, with a token or a session."""
+    path_board, path_page = f"/api/v1/leaderboard/{SLUG}", f"/problems/{SLUG}"
+    for _ in range(2):
+        ok(httpx.get(service.url + path_board)), ok(httpx.get(service.url + path_page))
+        ok(service.api("GET", path_board, world.a)), ok(service.api("GET", path_page, world.a))
+    later = (datetime.now(UTC) + timedelta(days=1)).isoformat()
+    ok(service.api("PUT", "/api/v1/admin/contest?contest=main", json={"start_at": later}))
+    amber = browser(service, "ann")
+    for _ in range(3):
+        ok(service.api("GET", path_board)), ok(service.api("GET", path_page))  # the organizer's
+        for path in (path_board, path_page):
+            for reply in (httpx.get(service.url + path), service.api("GET", path, world.a),
+                          amber.get(path)):  # fmt: skip
+                assert reply.status_code == 404, (path, reply.text[:300])
