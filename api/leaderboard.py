@@ -83,7 +83,10 @@ def cached_leaderboard(
     process's cache while the database's board counter and the version are unchanged:
     one query (board.snapshot), none while api.readcache holds the snapshot."""
     contest = contest if contest is not None else contests.current(db)
-    state = readcache.snapshot(db, slug, contest=None if contest.is_current else contest.id)
+    if contests.started(contest):  # kept only once started, as api.pages.problem's
+        state = readcache.snapshot(db, slug, contest=None if contest.is_current else contest.id)
+    else:
+        state = board.snapshot(db, slug, contest=contest.id)
     if state.version_id is None or state.contest_id != contest.id:
         current_version(db, slug, contest)  # says why: no such problem in it
         state = board.snapshot(db, slug, contest=contest.id)  # made current meanwhile

@@ -12,7 +12,7 @@ from collections.abc import Hashable
 from markupsafe import Markup
 from sqlalchemy.orm import Session
 
-from api import hidden, problems, readcache
+from api import contests, hidden, problems, readcache
 from api.caller import Caller
 from api.db import board
 from api.db.models import Contest, ProblemVersion, User
@@ -84,7 +84,12 @@ def known_page(db_key: Hashable, slug: str, viewer: Caller | None) -> bytes | No
 
 def problem_main(db: Session, slug: str, viewer: Viewer, contest: Contest) -> tuple[str, Markup]:
     """(the page's title, its main part) of `contest`'s version as `viewer` sees them."""
-    state = readcache.snapshot(db, slug, True, None if contest.is_current else contest.id)
+    # Kept (for known_main, the hot path's) only once the contest started: an organizer
+    # reads it before, and what is kept is served to anyone, without the start's check.
+    if contests.started(contest):
+        state = readcache.snapshot(db, slug, True, None if contest.is_current else contest.id)
+    else:
+        state = board.snapshot(db, slug, True, contest.id)
     if state.version_id is None or state.contest_id != contest.id:
         problems.current_version(db, slug, contest)  # says why: no such problem in it
         state = board.snapshot(db, slug, True, contest.id)  # made current meanwhile
