@@ -76,6 +76,8 @@ def world(service: Service):
     b = service.add_team(B_TEAM, "bob")
     # blue reads main while still registered there: its token is now in the caches.
     assert ok(api("GET", f"/api/v1/leaderboard/{SLUG}", b)).json()["contest"] == "main"
+    web = browser(service, "bob")  # ... and its web session keeps main as its choice
+    ok(web.get(f"/problems/{SLUG}/leaderboard?contest=main"))
     ok(api("POST", "/api/v1/admin/contests", json={"slug": "spring", "title": "Spring"}), 201)
     ok(api("PUT", f"/api/v1/admin/contests/spring/problems/{SLUG}", json={}))
     ok(api("PUT", f"/api/v1/admin/contests/spring/teams/{B_TEAM}", json={}))
@@ -106,15 +108,8 @@ def world(service: Service):
     ok(api("POST", "/api/v1/admin/announcements?contest=main", json={"text": "MAIN-NEWS-95"}), 201)
     a_secrets = {"MARKER-sec", "amber", "PRIVATE-", "PUBLIC-", "MAIN-NEWS", HIDDEN_CAPACITY}
     a_secrets |= {full[a_sub]["results"][1]["plan_digest"], str(full[a_sub]["hidden_score"])}
-    return SimpleNamespace(
-        a=a,
-        b=b,
-        a_sub=a_sub,
-        b_sub=b_sub,
-        full=full,
-        secrets=a_secrets,
-        web=browser(service, "bob"),
-    )
+    ids = {"a": a, "b": b, "a_sub": a_sub, "b_sub": b_sub}
+    return SimpleNamespace(**ids, full=full, secrets=a_secrets, web=web)
 
 
 def same_404(reply: httpx.Response, ref: str, nosuch: httpx.Response) -> None:
