@@ -22,6 +22,8 @@ from api.db.models import Contest, ContestProblem, Problem, Registration, Submis
 from api.errors import Conflict, NotFound, ServiceError
 
 SLUG = re.compile(r"[a-z0-9][a-z0-9-]{0,63}")
+HELD = "memorace_contests"  # Session.info: the contest rows a request read (held)
+CURRENT = "memorace_current_contest"  # ... and the current one
 
 
 class Viewer(Protocol):  # a User or an api.caller.Caller
@@ -32,6 +34,9 @@ class Viewer(Protocol):  # a User or an api.caller.Caller
 def current(db: Session) -> Contest:
     """The installation's current contest (made if the database has none, as a fresh
     one after the migrations always has: id 1)."""
+    known = db.info.get(CURRENT)
+    if known is not None:
+        return known  # type: ignore[no-any-return]
     row = db.scalar(select(Contest).where(Contest.is_current.is_(True)).order_by(Contest.id))
     if row is None:
         row = db.get(Contest, 1)
@@ -39,12 +44,22 @@ def current(db: Session) -> Contest:
             row = Contest(slug="main", is_current=True)
             db.add(row)
             db.flush()
+    db.info[CURRENT] = row
     return row
+
+
+def held(db: Session, contest_id: int) -> Contest | None:
+    """The contest row, read once per session: a page of submissions asks for each
+    row's (the identity map holds rows weakly: one not referenced is read again)."""
+    rows: dict[int, Contest | None] = db.info.setdefault(HELD, {})
+    if contest_id not in rows:
+        rows[contest_id] = db.get(Contest, contest_id)
+    return rows[contest_id]
 
 
 def of_submission(db: Session, sub: Submission) -> Contest:
     """The contest a submission was made in; a baseline's (none): the current one."""
-    row = db.get(Contest, sub.contest_id) if sub.contest_id is not None else None
+    row = held(db, sub.contest_id) if sub.contest_id is not None else None
     return row if row is not None else current(db)
 
 
@@ -237,6 +252,7 @@ def make_current(db: Session, contest: Contest) -> None:
         other.is_current = False
     contest.is_current = True
     db.flush()
+    db.info[CURRENT] = contest
 
 
 def summary(db: Session, contest: Contest) -> dict[str, Any]:

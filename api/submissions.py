@@ -348,7 +348,10 @@ def submission_dicts(db: Session, subs: list[Submission], user: User | None) -> 
     others = {s.team_id for s in subs} - {user.team_id if user else None}
     held = list(db.scalars(select(Team).where(Team.id.in_(others)))) if others else []
     positions = queue_positions(db, [j for j in latest.values() if j and j.status == "queued"])
-    policies = {c: policy_for(db, s, user) for s in subs for c in [s.contest_id]}
+    policies: dict[int | None, str] = {}
+    for s in subs:
+        if s.contest_id not in policies:
+            policies[s.contest_id] = policy_for(db, s, user)
     page = [
         submission_dict(
             db, s, user, known=(shown[s.id], positions.get(s.id), policies[s.contest_id])
@@ -365,7 +368,7 @@ def policy_for(db: Session, sub: Submission, user: User | None) -> str:
 
 
 def contest_slug(db: Session, contest_id: int | None) -> str | None:
-    row = db.get(Contest, contest_id) if contest_id is not None else None
+    row = contests.held(db, contest_id) if contest_id is not None else None
     return row.slug if row is not None else None
 
 
