@@ -96,8 +96,9 @@ def may_see(db: Session, viewer: Viewer | None, contest: Contest) -> bool:
 
 
 def resolve(db: Session, viewer: Viewer | None, asked: str | None = None) -> Contest:
-    """The contest a request means (`asked`: its `contest` parameter, a slug or an id)."""
-    if asked:
+    """The contest a request means (`asked`: its `contest` parameter, a slug or an id;
+    None: the default; present but blank: no contest, not the default)."""
+    if asked is not None:
         row = find(db, asked)
         if row is None or not may_see(db, viewer, row):
             raise NotFound(f"no contest '{asked[:64]}'")
@@ -175,6 +176,17 @@ def contests_of_version(db: Session, version_id: int, problem_id: int) -> list[i
     return sorted(db.scalars(query))
 
 
+def unrevealed_sharing(db: Session, contest: Contest) -> list[str]:
+    """The other contests, not revealed, that use one of `contest`'s problem versions:
+    revealing `contest` shows those versions' hidden cases to whoever reads its board
+    (visitors too), theirs included."""
+    versions = set(version_ids(db, contest))
+    others = db.scalars(
+        select(Contest).where(Contest.id != contest.id, Contest.hidden_revealed.is_(False))
+    )
+    return [c.slug for c in others if versions & set(version_ids(db, c))]
+
+
 def add_problem(db: Session, contest: Contest, problem: Problem, version_id: int | None) -> None:
     row = db.scalar(
         select(ContestProblem).where(
@@ -189,6 +201,14 @@ def add_problem(db: Session, contest: Contest, problem: Problem, version_id: int
         db.add(row)
     row.version_id = version_id
     db.flush()
+
+
+def add_new_problem(db: Session, problem: Problem) -> None:
+    """A newly imported problem joins the contest while the installation has one;
+    with several, the organizer puts it where it belongs (a running contest does not
+    get tomorrow's problem)."""
+    if db.scalar(select(func.count(Contest.id))) == 1:
+        add_problem(db, current(db), problem, None)
 
 
 def remove_problem(db: Session, contest: Contest, problem: Problem) -> bool:
@@ -231,7 +251,9 @@ def register(db: Session, contest: Contest, team_id: int, status: str = "approve
     return row
 
 
-def create(db: Session, slug: str, title: str) -> Contest:
+def create(db: Session, slug: str, title: str, start_at: Any = None) -> Contest:
+    """A new contest; without `start_at` it is open at once (as the first one is):
+    set a start before giving it problems that must wait."""
     slug = slug.strip()
     if not SLUG.fullmatch(slug) or slug.isdigit():
         raise ServiceError(
@@ -241,7 +263,9 @@ def create(db: Session, slug: str, title: str) -> Contest:
         )
     if db.scalar(select(Contest.id).where(Contest.slug == slug)) is not None:
         raise Conflict(f"contest '{slug}' exists already")
-    row = Contest(slug=slug, title=(title.strip() or slug)[:200], is_current=False)
+    row = Contest(
+        slug=slug, title=(title.strip() or slug)[:200], is_current=False, start_at=start_at
+    )
     db.add(row)
     db.flush()
     return row

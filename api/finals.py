@@ -113,8 +113,9 @@ def started(
     )
     if team is not None:
         found = found.where(Submission.team_id == team.id)
-    if contest is not None:
+    if contest is not None:  # its teams' (a baseline's final judging serves every contest)
         found = found.where(Submission.contest_id == contest.id)
+        found = found.join(Team, Team.id == Submission.team_id).where(Team.system.is_(False))
     return db.scalar(found.limit(1)) is not None
 
 
@@ -143,6 +144,8 @@ def choose(
         raise Forbidden("only a team's members pick its submissions")
     lock_team(db, team.id)  # two requests at once must not make K + K picks
     contest = contest or contest_row(db)
+    if contest.id not in contests.registered(db, team.id):
+        raise Forbidden(f"team '{team.name}' is not registered in contest '{contest.slug}'")
     version = current_version(db, slug, contest)
     if contest.end_at is not None and utcnow() >= aware(contest.end_at):
         raise Conflict("the contest has ended: the picks are fixed")

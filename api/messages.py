@@ -32,9 +32,12 @@ def _text(value: str, what: str) -> str:
     return text
 
 
-def _problem_in(db: Session, contest: Contest, problem: str) -> None:
+def _problem_in(db: Session, contest: Contest, problem: str, jury: bool = False) -> None:
+    """Before the contest's start its problems are the organizers' only: a team's
+    question names none of them (a 404 would tell which slugs are in it)."""
     found = db.scalar(select(Problem).where(Problem.slug == problem)) if problem else None
-    if problem and (found is None or contests.pinned_version(db, contest, found) is None):
+    hidden = not jury and not contests.started(contest)
+    if problem and (hidden or found is None or contests.pinned_version(db, contest, found) is None):
         raise NotFound(f"no problem {problem!r} in contest '{contest.slug}'")
 
 
@@ -47,6 +50,8 @@ def ask(
         raise Forbidden("only a team's member can ask the jury; organizers announce")
     text = _text(question, "question")
     contest = contest if contest is not None else contests.resolve(db, user)
+    if contest.id not in contests.registered(db, user.team_id):
+        raise Forbidden(f"your team is not registered in contest '{contest.slug}'")
     _problem_in(db, contest, problem)
     waiting = db.scalar(
         select(func.count(Message.id)).where(
@@ -91,7 +96,7 @@ def announce(
 ) -> dict[str, Any]:
     """To every team of `contest` (None: the current contest)."""
     contest = contest if contest is not None else contests.current(db)
-    _problem_in(db, contest, problem)
+    _problem_in(db, contest, problem, jury=True)
     row = Message(kind="announcement", author_id=jury.id, problem=problem, contest_id=contest.id,
                   text=_text(text, "announcement"), audience="all")  # fmt: skip
     db.add(row)

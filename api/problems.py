@@ -8,6 +8,7 @@ import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
@@ -46,11 +47,11 @@ def import_package(
     package = _load(source)
     digest = package_digest(package.root)
     problem = db.scalar(select(Problem).where(Problem.slug == package.slug))
-    if problem is None:  # a new problem joins the current contest (others: api.contests)
+    if problem is None:
         problem = Problem(slug=package.slug)
         db.add(problem)
         db.flush()
-        contests.add_problem(db, contests.current(db), problem, None)
+        contests.add_new_problem(db, problem)
     current = db.get(ProblemVersion, problem.current_version_id or -1)
     if current is not None and current.sha256 == digest:
         if current.package_blob is None:  # imported before the blob store: into it now
@@ -201,6 +202,14 @@ def all_current(db: Session, contest: Contest | None = None) -> list[ProblemVers
     else:
         ids = contests.version_ids(db, contest)
     return [v for v in (db.get(ProblemVersion, i) for i in ids if i) if v is not None]
+
+
+def shown_in(db: Session, contest: Contest, viewer: Any) -> list[ProblemVersion]:
+    """The contest's problems as a form lists them to `viewer`: none before its start,
+    but for organizers (their names are the contest's until it starts)."""
+    if contests.started(contest) or (viewer is not None and viewer.is_admin):
+        return all_current(db, contest)
+    return []
 
 
 def package_of(settings: Settings, version: ProblemVersion) -> Package:

@@ -199,9 +199,16 @@ def put_contest(
     changes = body.model_dump(exclude_unset=True)
     row = contests.resolve(db, user, contest)
     answer = admin.contest_dict(admin.update_contest(db, user, changes, row))
+    if changes.get("hidden_revealed") and (sharing := contests.unrevealed_sharing(db, row)):
+        answer["warning"] = reveal_warning(sharing)
     db.commit()
     baselines.catch_up(settings)  # the reveal and the switch queue baseline judgings
     return answer
+
+
+def reveal_warning(sharing: list[str]) -> str:
+    return (f"contest(s) {', '.join(sharing)} use the same problem versions and are not "
+            "revealed: their hidden cases' figures now show on this contest's boards")  # fmt: skip
 
 
 @router.get("/audit")

@@ -15,7 +15,7 @@ from api.audit import record
 from api.db.models import Problem, ProblemVersion, Team
 from api.deps import DB, Admin
 from api.errors import NotFound
-from api.routes_admin import Body
+from api.routes_admin import Body, UtcStamp
 
 router = APIRouter(prefix="/api/v1/admin/contests", tags=["admin"])
 
@@ -23,6 +23,7 @@ router = APIRouter(prefix="/api/v1/admin/contests", tags=["admin"])
 class ContestNew(Body):
     slug: str = Field(max_length=64)
     title: str = Field(default="", max_length=200)
+    start_at: UtcStamp = None  # without one the contest is open at once
 
 
 class ProblemIn(Body):
@@ -40,7 +41,7 @@ def list_contests(user: Admin, db: DB) -> list[dict[str, Any]]:
 
 @router.post("", status_code=201)
 def create_contest(body: ContestNew, user: Admin, db: DB) -> dict[str, Any]:
-    row = contests.create(db, body.slug, body.title)
+    row = contests.create(db, body.slug, body.title, body.start_at)
     record(db, user, "create_contest", f"contest {row.slug}", {"title": row.title}, row.id)
     return admin.contest_full(db, row)
 

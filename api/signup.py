@@ -72,7 +72,10 @@ def sign_up(
     `contest_ref` names, else the current one) or in the team whose code is `invite`.
     `admit` (the per-address count) runs once the request is known to be good, just
     before the password's hash: a refused request counts nothing."""
-    contest = joinable(db, contest_ref)
+    joining = bool(invite.strip())
+    if joining and not joinable_contests(db):
+        raise Forbidden("sign-up is closed: the organizers make the accounts")
+    contest = None if joining else joinable(db, contest_ref)
     if not password:
         raise ServiceError("a password has at least 8 characters")
     if bool(team.strip()) == bool(invite.strip()):
@@ -85,10 +88,11 @@ def sign_up(
         raise Conflict(f"user '{username.strip()}' exists already")
     code = None
     try:
-        if invite.strip():
-            joined = _team_of_code(db, invite.strip(), contest.team_size)
+        if joining:
+            joined = _team_of_code(db, invite.strip())
             admit()
         else:
+            assert contest is not None
             if db.scalar(select(Team.id).where(Team.name == team.strip())) is not None:
                 raise Conflict(f"team '{team.strip()}' exists already")
             admit()
@@ -98,14 +102,25 @@ def sign_up(
     except IntegrityError:  # a parallel sign-up took the name between the check and ours
         raise Conflict("this username or team name was just taken; choose another") from None
     # Counted again after our row: parallel joins each counted before the other's insert.
-    members = _members(db, joined.id)
-    if invite.strip() and members > contest.team_size:
-        most = contest.team_size
+    mode, most = binding(db, joined) if joining else (contest.signup, contest.team_size)  # type: ignore[union-attr]
+    if joining and _members(db, joined.id) > most:
         raise Conflict(f"team '{joined.name}' is full: {most} members, the most a team may have")
-    user.pending = contest.signup == "approval"
+    user.pending = mode == "approval"
     record(db, user, "sign_up", username, {"team": joined.name, "pending": user.pending})
     return {"username": user.username, "team": joined.name, "pending": user.pending,
             "invite_code": code, "detail": _welcome(user.pending, code)}  # fmt: skip
+
+
+def binding(db: Session, team: Team) -> tuple[str, int]:
+    """The sign-up mode and team size a new member of `team` meets: the strictest of
+    the team's contests' (closed before approval before open; the smallest size), so
+    that joining by code never skips an approval one of them asks for."""
+    ids = contests.registered(db, team.id) + contests.registered(db, team.id, "pending")
+    rows = [c for c in (contests.held(db, i) for i in ids) if c is not None]
+    rows = rows or [contests.current(db)]
+    modes = {c.signup for c in rows}
+    mode = "closed" if "closed" in modes else "approval" if "approval" in modes else "open"
+    return mode, min(c.team_size for c in rows)
 
 
 def joinable(db: Session, ref: str | None) -> Contest:
@@ -146,13 +161,16 @@ def enter(db: Session, user: User, ref: str) -> dict[str, Any]:
     return {"contest": contest.slug, "team": user.team.name, "status": status}
 
 
-def _team_of_code(db: Session, code: str, size: int) -> Team:
+def _team_of_code(db: Session, code: str) -> Team:
     # Locked (PostgreSQL) so that parallel joins count one after the other; SQLite has
     # one writer, and sign_up counts again after its insert.
     found = select(Team).where(Team.invite_hash == token_hash(code)).with_for_update()
     team = db.scalar(found)
     if team is None or team.system or team.disqualified:
         raise NotFound("no team has this invitation code")
+    mode, size = binding(db, team)
+    if mode == "closed":
+        raise Forbidden(f"team '{team.name}' is in a contest whose organizers make the accounts")
     members = _members(db, team.id)
     if members >= size:
         raise Conflict(f"team '{team.name}' is full: {members} members, the most a team may have")

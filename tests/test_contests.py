@@ -204,3 +204,54 @@ def test_fuzzed_contest_references_are_found_or_refused(client, ref):
     if ref.strip() not in ("", ".", ".."):
         reply = client.post(f"{ADMIN}/{quote(ref, safe='')}/current")
         assert reply.status_code in (200, 404), (ref, reply.text)
+
+
+def test_joining_by_code_meets_the_strictest_of_the_teams_contests(client):
+    """A code made in a contest with approval cannot be used through an open one to
+    skip the approval (or its team size)."""
+    spring(client)
+    assert client.post(ADMIN, json={"slug": "open"}).status_code == 201
+    for slug, mode in (("spring", "approval"), ("open", "open")):
+        body = {"signup": mode, "team_size": 2}
+        assert client.put(f"/api/v1/admin/contest?contest={slug}", json=body).is_success
+    founder = {"username": "fay", "password": "password123", "team": "fern", "contest": "spring"}
+    with visitor(client) as nobody:
+        made = nobody.post("/api/v1/signup", json=founder).json()
+        assert made["pending"] and made["invite_code"]
+        joiner = {"username": "joe", "password": "password123", "invite": made["invite_code"]}
+        joined = nobody.post("/api/v1/signup", json={**joiner, "contest": "open"})
+        assert joined.status_code == 201 and joined.json()["pending"], joined.text
+        third = {**joiner, "username": "jim"}
+        full = nobody.post("/api/v1/signup", json=third)
+        assert full.status_code == 409 and "full: 2 members" in full.json()["detail"]
+
+
+def test_a_blank_contest_names_none_and_problems_wait_for_the_start(client):
+    spring(client)
+    bob = contestant(client, "blue", "bob")
+    move(client, "blue", "spring")
+    assert client.get("/api/v1/problems?contest=", headers=bob).status_code == 404
+    assert client.put("/api/v1/admin/contest?contest=", json={"title": "x"}).status_code == 404
+    later = (datetime.now(UTC) + timedelta(days=1)).isoformat()
+    assert client.put("/api/v1/admin/contest?contest=spring", json={"start_at": later}).is_success
+    asked = {"question": "how big?", "problem": "tiny"}
+    reply = client.post("/api/v1/clarifications", headers=bob, json=asked)
+    assert reply.status_code == 404 and "no problem 'tiny'" in reply.json()["detail"]
+    general = client.post("/api/v1/clarifications", headers=bob, json={"question": "when?"})
+    assert general.status_code == 201  # a general question may come before the start
+    alice = contestant(client)
+    assert client.delete(f"{ADMIN}/main/teams/red").status_code == 204
+    refused = client.post("/api/v1/clarifications", headers=alice, json={"question": "hi"})
+    assert refused.status_code == 403  # withdrawn: no questions in main any more
+
+
+def test_a_contest_made_with_a_start_waits_and_a_shared_reveal_warns(client):
+    later = (datetime.now(UTC) + timedelta(days=2)).isoformat()
+    made = client.post(ADMIN, json={"slug": "later", "start_at": later}).json()
+    assert made["start_at"] is not None
+    assert client.put(f"{ADMIN}/later/problems/tiny", json={}).status_code == 200
+    with visitor(client) as nobody:
+        assert nobody.get("/api/v1/problems?contest=later").status_code == 404
+    reveal = client.put("/api/v1/admin/contest", json={"hidden_revealed": True}).json()
+    assert "later" in reveal["warning"]  # main's reveal shows the version later shares
+    assert "warning" not in client.put("/api/v1/admin/contest", json={"title": "t"}).json()

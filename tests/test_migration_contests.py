@@ -149,7 +149,12 @@ def _check_contest_one(conn: sa.Connection, team: dict[str, int], with_contest: 
         assert contest.end_at is not None
     else:
         assert (contest.title, bool(contest.hidden_revealed)) == ("MemoRace", False)
-    assert q("SELECT DISTINCT contest_id FROM submissions") == [(1,)]
+    # Every contestant's submission is the first contest's; a baseline's is every
+    # contest's (None, as new baselines are).
+    by_team = "SELECT DISTINCT contest_id FROM submissions WHERE team_id {} :system"
+    system = team["memorace baselines"]
+    assert conn.execute(sa.text(by_team.format("<>")), {"system": system}).all() == [(1,)]
+    assert conn.execute(sa.text(by_team.format("=")), {"system": system}).all() == [(None,)]
     problems = q("SELECT id FROM problems ORDER BY id")
     in_one = "SELECT problem_id FROM contest_problems WHERE contest_id = 1 AND version_id IS NULL"
     assert q(in_one + " ORDER BY problem_id") == problems
@@ -159,7 +164,7 @@ def _check_contest_one(conn: sa.Connection, team: dict[str, int], with_contest: 
     )
     assert registered == [(team["red"], "approved"), (team["blue"], "approved")]
     assert q("SELECT count(*) FROM registrations") == [(2,)]  # not the baselines' team
-    assert q("SELECT count(*) FROM audit_log WHERE contest_id IS NOT NULL") == [(0,)]
+    assert q("SELECT count(*) FROM audit_log WHERE contest_id IS NULL") == [(0,)]  # all 1
 
 
 def _check_service(url: str, tmp_path, monkeypatch) -> None:

@@ -317,7 +317,10 @@ def _final_view(db: Session, sub: Submission, user: User) -> dict[str, Any] | No
     contest = contests.of_submission(db, sub)
     if user.team is None or sub.team_id != user.team_id or not finals.final_mode(db, contest):
         return None
-    view = finals.view(db, user.team, sub.version.problem.slug, contest)
+    try:
+        view = finals.view(db, user.team, sub.version.problem.slug, contest)
+    except NotFound:  # the problem left the contest since: no picks to show
+        return None
     return {**view, "this": sub.id in view["judged_at_the_end"],
             "picked_this": sub.id in view["picked"]}  # fmt: skip
 

@@ -32,7 +32,7 @@ def _page(
         contest=contest,
         announcements=messages.visible(db, user, "announcement", contest=contest),
         questions=messages.visible(db, user, "clarification", contest=contest),
-        problems=problems.all_current(db, contest),
+        problems=problems.shown_in(db, contest, user),
         error=error or None,
     )
 

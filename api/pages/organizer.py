@@ -20,6 +20,7 @@ from api.db.models import Submission, Team, User
 from api.deps import DB, Admin
 from api.errors import ServiceError
 from api.pages.common import _safe_next, done, log, page_contest, render, router
+from api.routes_admin import reveal_warning
 from api.workers import all_workers
 
 
@@ -109,7 +110,9 @@ def admin_contest(
         if team_size:
             changes["team_size"] = _whole(team_size, "team_size")
         admin.update_contest(db, user, changes, row)
-        return f"settings of contest '{row.slug}' saved"
+        sharing = contests.unrevealed_sharing(db, row) if row.hidden_revealed else []
+        warned = f"; careful: {reveal_warning(sharing)}" if sharing else ""
+        return f"settings of contest '{row.slug}' saved{warned}"
 
     answer = _act(request, db, "/admin", act, partial(_admin_home, request, db, user))
     reference.catch_up(request.app.state.settings)  # the reveal, the switch: judgings
@@ -189,8 +192,8 @@ def _sub_id(text: str) -> int | None:
     text = text.strip().lstrip("#")
     if not text:
         return None
-    if not text.isdigit():
-        raise ServiceError(f"'{text}' is not a submission number")
+    if not (text.isascii() and text.isdigit()) or len(text) > 10:
+        raise ServiceError(f"'{text[:20]}' is not a submission number")
     return int(text)
 
 

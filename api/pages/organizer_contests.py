@@ -18,7 +18,7 @@ from api.db.models import Problem, ProblemVersion, Team, User
 from api.deps import DB, Admin
 from api.errors import NotFound
 from api.pages.common import render, router
-from api.pages.organizer import _act
+from api.pages.organizer import _act, _stamp
 
 PAGE = "/admin/contests"
 
@@ -49,9 +49,10 @@ def create_contest(
     db: DB,
     slug: Annotated[str, Form()] = "",
     title: Annotated[str, Form()] = "",
+    start_at: Annotated[str, Form()] = "",
 ) -> Response:
     def act() -> str:
-        row = contests.create(db, slug, title)
+        row = contests.create(db, slug, title, _stamp("start", start_at))
         record(db, user, "create_contest", f"contest {row.slug}", {"title": row.title}, row.id)
         return f"contest '{row.slug}' made: set its window and sign-up on the Contest page"
 
@@ -104,7 +105,7 @@ def _version(db: Session, problem: Problem, number: str) -> int | None:
     if not number:
         return None
     found = None
-    if number.isdigit() and len(number) < 9:
+    if number.isascii() and number.isdigit() and len(number) < 9:
         found = db.scalar(
             select(ProblemVersion.id).where(
                 ProblemVersion.problem_id == problem.id, ProblemVersion.number == int(number)

@@ -37,10 +37,18 @@ def upgrade() -> None:
             "fk_submissions_contest_id_contest", "contest", ["contest_id"], ["id"]
         )
         table.create_index("ix_submissions_contest_id", ["contest_id"])
-    op.execute("UPDATE submissions SET contest_id = 1")
+    # Every contestant's submission is the first contest's; a baseline's serves every
+    # contest that holds its version (None, as new ones are).
+    op.execute(
+        sa.text(
+            "UPDATE submissions SET contest_id = 1 "
+            "WHERE team_id NOT IN (SELECT id FROM teams WHERE system = :t)"
+        ).bindparams(t=True)
+    )
     with op.batch_alter_table("audit_log") as table:
         table.add_column(sa.Column("contest_id", sa.Integer(), nullable=True))
         table.create_index("ix_audit_log_contest_id", ["contest_id"])
+    op.execute("UPDATE audit_log SET contest_id = 1")  # what happened so far: the first's
 
 
 def _first_contest() -> None:
