@@ -12,9 +12,8 @@ from fastapi.responses import Response
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from api import admin, contests
-from api.audit import record
-from api.db.models import Problem, ProblemVersion, Team, User
+from api import admin, contest_admin, contests
+from api.db.models import Problem, Team, User
 from api.deps import DB, Admin
 from api.errors import NotFound
 from api.pages.common import render, router
@@ -52,8 +51,7 @@ def create_contest(
     start_at: Annotated[str, Form()] = "",
 ) -> Response:
     def act() -> str:
-        row = contests.create(db, slug, title, _stamp("start", start_at))
-        record(db, user, "create_contest", f"contest {row.slug}", {"title": row.title}, row.id)
+        row = contest_admin.create(db, user, slug, title, _stamp("start", start_at))
         return f"contest '{row.slug}' made: set its window and sign-up on the Contest page"
 
     return _run(request, db, user, partial(act))
@@ -62,10 +60,7 @@ def create_contest(
 @router.post(PAGE + "/{ref}/current")
 def make_current(request: Request, ref: str, user: Admin, db: DB) -> Response:
     def act() -> str:
-        row = contests.resolve(db, user, ref)
-        contests.make_current(db, row)
-        record(db, user, "current_contest", f"contest {row.slug}", {}, row.id)
-        return f"'{row.slug}' is the current contest"
+        return f"'{contest_admin.make_current(db, user, ref).slug}' is the current contest"
 
     return _run(request, db, user, partial(act))
 
@@ -81,39 +76,24 @@ def put_problem(
     remove: Annotated[str, Form()] = "",
 ) -> Response:
     def act() -> str:
-        row = contests.resolve(db, user, ref)
-        found = db.scalar(select(Problem).where(Problem.slug == problem.strip()))
-        if found is None:
-            raise NotFound(f"no problem '{problem.strip()[:64]}'")
+        slug = problem.strip()
         if remove:
-            if not contests.remove_problem(db, row, found):
-                raise NotFound(f"no problem '{found.slug}' in '{row.slug}'")
-            record(db, user, "contest_problem_removed", f"contest {row.slug}: {found.slug}",
-                   {}, row.id)  # fmt: skip
-            return f"'{found.slug}' taken out of '{row.slug}'"
-        pinned = _version(db, found, version.strip())
-        contests.add_problem(db, row, found, pinned)
-        detail = {"version": version.strip() or "current"}
-        record(db, user, "contest_problem", f"contest {row.slug}: {found.slug}", detail, row.id)
-        return f"'{found.slug}' is in '{row.slug}'"
+            return (
+                f"'{slug}' taken out of '{contest_admin.remove_problem(db, user, ref, slug).slug}'"
+            )
+        row = contest_admin.put_problem(db, user, ref, slug, _number(slug, version.strip()))
+        return f"'{slug}' is in '{row.slug}'"
 
     return _run(request, db, user, partial(act))
 
 
-def _version(db: Session, problem: Problem, number: str) -> int | None:
-    """The version numbered `number` ("" : none, follow the current one)."""
+def _number(slug: str, number: str) -> int | None:
+    """The version number typed in the form ("": none, follow the current one)."""
     if not number:
         return None
-    found = None
     if number.isascii() and number.isdigit() and len(number) < 9:
-        found = db.scalar(
-            select(ProblemVersion.id).where(
-                ProblemVersion.problem_id == problem.id, ProblemVersion.number == int(number)
-            )
-        )
-    if found is None:
-        raise NotFound(f"no version {number[:20]!r} of '{problem.slug}'")
-    return found
+        return int(number)
+    raise NotFound(f"no version {number[:20]!r} of '{slug[:64]}'")
 
 
 @router.post(PAGE + "/{ref}/teams")
@@ -127,18 +107,10 @@ def put_team(
     remove: Annotated[str, Form()] = "",
 ) -> Response:
     def act() -> str:
-        row = contests.resolve(db, user, ref)
-        found = db.scalar(select(Team).where(Team.name == team.strip()))
-        if found is None or found.system:
-            raise NotFound(f"no team '{team.strip()[:100]}'")
-        target = f"contest {row.slug}: {found.name}"
+        name = team.strip()
         if remove:
-            if not contests.unregister(db, row, found.id):
-                raise NotFound(f"team '{found.name}' is not in '{row.slug}'")
-            record(db, user, "registration_removed", target, {}, row.id)
-            return f"'{found.name}' withdrawn from '{row.slug}'"
-        contests.register(db, row, found.id, status)
-        record(db, user, "registration", target, {"status": status}, row.id)
-        return f"'{found.name}' is {status} in '{row.slug}'"
+            return f"'{name}' withdrawn from '{contest_admin.withdraw(db, user, ref, name).slug}'"
+        row = contest_admin.register(db, user, ref, name, status)
+        return f"'{name}' is {status} in '{row.slug}'"
 
     return _run(request, db, user, partial(act))
