@@ -25,9 +25,8 @@ from types import SimpleNamespace
 import httpx
 import pytest
 
-from tests.service import VENV_BIN, Service, start_service, wait_for
-from tests.test_hidden_secrecy import CASES, HIDDEN, PLANNER, SLUG, TOML
-from tests.test_service_e2e import backends
+from tests.service import VENV_BIN, Service, wait_for
+from tests.test_hidden_secrecy import HIDDEN, PLANNER, SLUG, secrets_service
 
 A_TEAM, B_TEAM = "amber", "blue"
 REFS = ("main", "1")  # main by slug and by id: each must answer as "nosuch" does
@@ -36,23 +35,8 @@ HIDDEN_CAPACITY = str(2**40)  # a hidden case's figure: shown only after the rev
 
 @pytest.fixture(scope="module", params=["embedded", "postgres+redis"])
 def service(request, tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("contests")
-    package = tmp / SLUG
-    for split in ("public", "hidden"):
-        (package / "data" / split).mkdir(parents=True)
-    (package / "problem.toml").write_text(TOML)
-    (package / "statement.md").write_text("# Secrets\n")
-    for name, text in CASES.items():
-        (package / "data" / f"{name}.csv").write_text(text)
-    with backends(request.param) as (db_url, broker_url):
-        svc = start_service(
-            tmp, [package], db_url, broker_url, "local", extra_env={"MEMORACE_BASELINES": "1"},
-            workers=("w1",),
-        )  # fmt: skip
-        try:
-            yield svc
-        finally:
-            svc.stop(warm=False)  # baselines still queued are no test's
+    with secrets_service(request.param, tmp_path_factory.mktemp("contests")) as svc:
+        yield svc
 
 
 def ok(reply: httpx.Response, *codes: int) -> httpx.Response:

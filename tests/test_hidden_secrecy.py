@@ -10,11 +10,14 @@ not depend on the sandbox, and the Docker one is exercised by tests/test_service
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import re
 import subprocess
 import zipfile
+from collections.abc import Iterator
+from pathlib import Path
 from types import SimpleNamespace
 
 import httpx
@@ -72,9 +75,10 @@ with open(os.path.join(os.environ["MEMORACE_OUT_DIR"], "plan.csv"), "w") as out:
 HIDDEN = ("sec-a", "sec-b")
 
 
-@pytest.fixture(scope="module", params=["embedded", "postgres+redis"])
-def service(request, tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("secrecy")
+@contextlib.contextmanager
+def secrets_service(backend: str, tmp: Path) -> Iterator[Service]:
+    """A service on `backend` with the secrets problem (one hidden case of each kind),
+    the baselines and one local worker."""
     package = tmp / SLUG
     for split in ("public", "hidden"):
         (package / "data" / split).mkdir(parents=True)
@@ -82,7 +86,7 @@ def service(request, tmp_path_factory):
     (package / "statement.md").write_text("# Secrets\n")
     for name, text in CASES.items():
         (package / "data" / f"{name}.csv").write_text(text)
-    with backends(request.param) as (db_url, broker_url):
+    with backends(backend) as (db_url, broker_url):
         svc = start_service(
             tmp, [package], db_url, broker_url, "local", extra_env={"MEMORACE_BASELINES": "1"},
             workers=("w1",),
@@ -91,6 +95,12 @@ def service(request, tmp_path_factory):
             yield svc
         finally:
             svc.stop(warm=False)  # the baselines' judgings still queued are no test's
+
+
+@pytest.fixture(scope="module", params=["embedded", "postgres+redis"])
+def service(request, tmp_path_factory):
+    with secrets_service(request.param, tmp_path_factory.mktemp("secrecy")) as svc:
+        yield svc
 
 
 def follow(service: Service, token: str, sub_id: int) -> tuple[str, list[tuple[str, dict]]]:
