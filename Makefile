@@ -2,7 +2,7 @@
 VENV ?= .venv
 PY := $(VENV)/bin/python
 
-.PHONY: setup prepare run baselines test lint bench
+.PHONY: setup prepare run baselines test lint bench guide
 
 $(VENV)/.installed: pyproject.toml
 	@echo "[setup] Python packages into $(VENV) (a minute the first time)"
@@ -12,6 +12,12 @@ $(VENV)/.installed: pyproject.toml
 	touch $@
 
 setup: $(VENV)/.installed
+
+# The guides (docs/, Sphinx + MyST) into api/guide/, which the service serves at /guide
+# and the wheel carries. Strict: a broken link, reference or include fails the build.
+guide: setup
+	rm -rf api/guide
+	$(PY) -m sphinx -W --keep-going -n -q -b dirhtml docs api/guide
 
 # The `trace` extra (PyTorch, ~35 s and 5.8 GB) for `memorace trace` and its tests;
 # the service never needs it.
@@ -24,7 +30,7 @@ $(VENV)/.trace-installed: $(VENV)/.installed
 # worker, the shipped problems); prints the organizer token. scripts/prepare brings
 # what the sandbox needs (root) or says what is missing and which sandbox serves.
 run:
-	@sandbox=$$(scripts/prepare run) && $(MAKE) -s --no-print-directory setup && \
+	@sandbox=$$(scripts/prepare run) && $(MAKE) -s --no-print-directory setup guide && \
 	    MEMORACE_SANDBOX=$${MEMORACE_SANDBOX:-$$sandbox} scripts/serve
 
 # Every reference planner over every shipped problem, scored (10 s per case, so that
@@ -39,7 +45,7 @@ prepare:
 # (scripts/prepare test; as root it installs and starts them, else it lists what
 # is missing), the sandbox images, lint, every test.
 test: prepare
-	@$(MAKE) -s --no-print-directory setup $(VENV)/.trace-installed
+	@$(MAKE) -s --no-print-directory setup $(VENV)/.trace-installed guide
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(PY) -m pytest

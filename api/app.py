@@ -27,6 +27,7 @@ from api.db.session import get_engine, migrate, requests_in_flight, session_scop
 from api.deps import DB, Config, user_or_none
 from api.docs import add_docs
 from api.errors import ServiceError
+from api.guide import add_guide
 from api.headers import SecureHeaders, secure
 from api.hotpath import HotReads
 from api.inflight import InFlight
@@ -114,6 +115,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(pages.router)
     _ops(app, settings)
     add_docs(app)
+    add_guide(app)
     if _collector is None:
         _collector = DatabaseCollector()
         REGISTRY.register(_collector)

@@ -1,12 +1,12 @@
-"""The production stack as an operator brings it up (README, "Production: the compose
-stack"): every ```bash block of the README, in order, in one bash from the repository
-root. It builds the images, starts the stack from a clean state (a fresh project, data
-directory and volumes) with two CPU-only workers, reads the organizer's token from the
-api's log, makes a team, a user and a token, and follows a C++ and a Python submission
-to the end. Both must be judged OK with the public scores the offline judge gives, by
-two different workers; then the stack goes, volumes and data directory too. The GPU
-override is validated with `docker-compose config` (no GPU here).
-
+"""The production stack as an operator brings it up (the operator's guide,
+docs/operator/compose.md): every ```bash block of that page, in order, in one bash from
+the repository root. It builds the images, starts the stack from a clean state (a fresh
+project, data directory and volumes) with two CPU-only workers, reads the organizer's
+token from the api's log, makes a team, a user and a token, and follows a C++ and a
+Python submission to the end. Both must be judged OK with the public scores the offline
+judge gives, by two different workers, and the api serves a page of each guide; then
+the stack goes, volumes and data directory too. The GPU override is validated with
+`docker-compose config` (no GPU here).
 The workers judge hidden cases unpaced (UNPACED, a test-only override named by
 COMPOSE_FILE, as tests/service.py does for every service a test starts): paced, each of
 gpt2-train's hidden cases held its worker for its whole budget (35 s), some 250 s of
@@ -33,18 +33,15 @@ import pytest
 import yaml
 
 from tests.conftest import IN_CI, ROOT
+from tests.guides import blocks, fetch_each_guide
 
-README = ROOT / "README.md"
+WALKTHROUGH = ROOT / "docs" / "operator" / "compose.md"
 GPU_FILE = ROOT / "docker-compose.gpu.yml"
 PLANNERS = ("best_fit.cpp", "naive.py")  # C++ and Python
 # What compose needs to read its file when nothing is started with it (down, logs).
 PLACEHOLDERS = {"MEMORACE_SECRET_KEY": "x", "DOCKER_GID": "0", "MEMORACE_POSTGRES_PASSWORD": "x",
                 "MEMORACE_REDIS_PASSWORD": "x"}  # fmt: skip
 UNPACED = "services:\n  worker:\n    environment:\n      MEMORACE_PACE_HIDDEN: '0'\n"
-
-
-def bash_blocks(text: str) -> list[str]:
-    return re.findall(r"^```bash\n(.*?)^```$", text, flags=re.S | re.M)
 
 
 def require_compose() -> str:
@@ -76,7 +73,7 @@ def stack_env(tmp_path: Path) -> Iterator[dict[str, str]]:
     unpaced = tmp_path / "unpaced.yml"
     unpaced.write_text(UNPACED)
     env |= {
-        "COMPOSE_FILE": f"docker-compose.yml:{unpaced}",  # the README's `docker-compose`
+        "COMPOSE_FILE": f"docker-compose.yml:{unpaced}",  # the guide's `docker-compose`
         "COMPOSE_PROJECT_NAME": f"memorace-ci-{os.getpid()}",
         "MEMORACE_PORT": str(free_port()),
         "MEMORACE_DATA_DIR": str(tmp_path / "data"),
@@ -126,12 +123,12 @@ def offline_public_scores() -> dict[str, subprocess.Popen[str]]:
 
 
 def test_readme_compose_walkthrough_two_workers(stack_env: dict[str, str]) -> None:
-    blocks = bash_blocks(README.read_text())
-    assert len(blocks) >= 3, "the README lost its compose walkthrough"
+    steps = blocks(WALKTHROUGH.read_text(), "bash")
+    assert len(steps) >= 3, "the operator's guide lost its compose walkthrough"
     expected = offline_public_scores()
     started = time.monotonic()
     run = subprocess.run(
-        ["bash", "-c", "set -euxo pipefail\n" + "\n".join(blocks)],
+        ["bash", "-c", "set -euxo pipefail\n" + "\n".join(steps)],
         cwd=ROOT, env=stack_env, capture_output=True, text=True, timeout=900, check=False,
     )  # fmt: skip
     took = time.monotonic() - started
@@ -161,6 +158,7 @@ def test_readme_compose_walkthrough_two_workers(stack_env: dict[str, str]) -> No
     data = Path(stack_env["MEMORACE_DATA_DIR"])
     assert (data.stat().st_uid, data.stat().st_mode & 0o777) == (10002, 0o700)
     assert (data / "scratch").is_dir()
+    fetch_each_guide(f"http://127.0.0.1:{stack_env['MEMORACE_PORT']}")  # from the image
 
 
 def compose_config(*files: Path, extra_env: dict[str, str] | None = None, ok: bool = True) -> Any:

@@ -26,6 +26,7 @@ import pytest
 
 from api.settings import Settings
 from tests.conftest import IN_CI, ROOT
+from tests.guides import ensure_built
 from tests.service import VENV_BIN, start_service, wait_for
 from tests.test_api import client, contestant, submit  # noqa: F401 (client is a fixture)
 from tests.test_package import make_package
@@ -203,7 +204,8 @@ def test_a_judging_with_a_judge_error_is_not_reused(client):  # noqa: F811
 
 def test_the_wheel_holds_what_the_service_reads_at_run_time(tmp_path):
     """Built from a copy of the tree and used from elsewhere: pages render, static files
-    are served and the schema migrates from the installed package alone."""
+    and the guides are served and the schema migrates from the installed package alone."""
+    ensure_built()  # the guides (make guide), which the wheel carries
     source = tmp_path / "src"
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
     for name in ("api", "judge", "worker", "client"):
@@ -224,7 +226,8 @@ def test_the_wheel_holds_what_the_service_reads_at_run_time(tmp_path):
                      "api/db/migrations/versions/0001_initial_schema.py",
                      "judge/sandbox/agent.py", "judge/types/offload/README.md",
                      "judge/types/online/README.md", "judge/starter/allocator.py",
-                     "judge/starter/allocator.cpp"):  # fmt: skip
+                     "judge/starter/allocator.cpp", "api/guide/index.html",
+                     "api/guide/operator/index.html", "api/guide/_static/basic.css"):  # fmt: skip
         assert expected in names, expected
     site = tmp_path / "site"
     with zipfile.ZipFile(wheel) as zf:  # what `pip install --no-deps` puts in place
@@ -242,8 +245,10 @@ def test_the_wheel_holds_what_the_service_reads_at_run_time(tmp_path):
         with TestClient(create_app()) as c:
             page, css = c.get("/login"), c.get("/static/style.css")
             rules = c.get("/types/online")
+            guide = c.get("/guide/contestant/")
         assert page.status_code == 200 and "<form" in page.text, page.text[:500]
         assert rules.status_code == 200 and "Protocol" in rules.text, rules.text[:500]
+        assert guide.status_code == 200 and "Contestant" in guide.text, guide.text[:500]
         kit = kit_templates("online")
         assert sorted(kit) == ["allocator.cpp", "allocator.py"], kit
         assert all(str(p).startswith(SITE) for p in kit.values()), kit

@@ -1,0 +1,42 @@
+"""The guides at /guide: the Sphinx site that `make guide` builds from docs/ into
+api/guide/ (ignored by git, carried by the wheel), served from the package so that
+no internet is needed. The site's pages run only its own scripts (search), never
+inline ones, under a policy of their own: the default for answers without one
+(api.headers) sandboxes the document, which would stop the search page."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from fastapi import FastAPI
+from starlette.responses import PlainTextResponse, Response
+from starlette.staticfiles import StaticFiles
+from starlette.types import Scope
+
+SITE = Path(__file__).parent / "guide"
+PATH = "/guide"
+CSP = (
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+    "object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+)
+NOT_BUILT = "The guides are not built here: run `make guide` (make run and make test do).\n"
+
+
+class GuideFiles(StaticFiles):
+    """The built site with its policy; a clear 404 where it was never built."""
+
+    async def check_config(self) -> None:
+        if Path(str(self.directory)).is_dir():  # else get_response says it is not built
+            await super().check_config()
+
+    async def get_response(self, path: str, scope: Scope) -> Response:
+        if not (Path(str(self.directory)) / "index.html").is_file():
+            return PlainTextResponse(NOT_BUILT, status_code=404)
+        response = await super().get_response(path, scope)
+        response.headers["Content-Security-Policy"] = CSP
+        return response
+
+
+def add_guide(app: FastAPI, site: Path = SITE) -> None:
+    """GET /guide/... (a folder answers its index.html, as the dirhtml build expects)."""
+    app.mount(PATH, GuideFiles(directory=site, html=True, check_dir=False), name="guide")
