@@ -209,7 +209,7 @@ def test_base_file_is_cpu_only_and_gpu_override_gives_each_worker_its_gpu(
 
 
 def test_worker_host_file_runs_workers_only_on_the_shared_database(tmp_path: Path) -> None:
-    """docker-compose.worker.yml (README, "Deployment"): no api, beat, PostgreSQL or
+    """docker-compose.worker.yml (docs/operator/hosts.md): no api, beat, PostgreSQL or
     Redis; workers on the database blob store, pointed at the API host by settings;
     the GPU override made with --worker-host fits it."""
     shared = {"MEMORACE_DATABASE_URL": "postgresql+psycopg://m:p@10.0.0.1/m",

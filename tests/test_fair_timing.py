@@ -7,7 +7,7 @@ The planners prove where they ran by writing a valid plan only there; the times 
 printed with their ratio, not asserted (this machine's wall times swing by 30 %).
 Unpinned (planner and neighbours free to use any core) the same planner took 1.7x
 (local) and 1.8x (docker) as long beside the neighbours as alone (measured
-2026-12-06, README "Worker slots")."""
+2026-12-06, docs/operator/workers.md)."""
 
 from __future__ import annotations
 

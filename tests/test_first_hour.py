@@ -17,8 +17,10 @@ from sqlalchemy import update
 
 from api.db.models import ApiToken
 from api.db.session import session_scope
+from api.guide import CSP as GUIDE_CSP
 from api.settings import Settings
 from tests.conftest import ROOT
+from tests.guides import ensure_built
 from tests.test_package import make_package
 from tests.test_pages import Service, login, service, submit, submitted_id  # noqa: F401
 
@@ -99,3 +101,19 @@ def test_restart_says_one_thing_about_the_token(tmp_path: Path) -> None:
     (line,) = _bootstrap(settings, package, "--token-file", str(token_file), "--new-token")
     fresh = token_file.read_text().strip()
     assert fresh != token and line.endswith(fresh) and "new token" in line
+
+
+def test_the_header_leads_to_the_guides(service: Service) -> None:  # noqa: F811
+    """Every page's header links the guides, which the app serves under their own policy
+    (the default for answers without one sandboxes the document: no search)."""
+    ensure_built()
+    client = service.client_for(None)
+    page = client.get("/login")
+    assert page.status_code == 200 and 'href="/guide/"' in page.text
+    guide = client.get("/guide/")
+    assert guide.status_code == 200 and "MemoRace guides" in guide.text, guide.text[:300]
+    assert guide.headers["content-security-policy"] == GUIDE_CSP
+    search = client.get("/guide/search/")
+    assert search.status_code == 200 and "searchindex.js" in search.text
+    missing = client.get("/guide/no-such-page/")
+    assert missing.status_code == 404
