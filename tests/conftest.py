@@ -8,6 +8,7 @@ import functools
 import os
 import sys
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -136,3 +137,15 @@ def load_script(path: Path):
     finally:
         sys.path.remove(str(path.parent))
     return module
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _engines_closed_after_module() -> Iterator[None]:
+    """Each module's databases' pooled connections close when it ends: kept for the
+    process's life, a suite of in-process apps on fresh data folders held hundreds of
+    SQLite files open (a later test's low open-files limit then failed: EMFILE)."""
+    from api.db.session import dispose_engines, engine_urls
+
+    before = engine_urls()
+    yield
+    dispose_engines(keep=before)

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+import threading
+from collections.abc import Collection, Iterator
 from contextlib import contextmanager, suppress
 from functools import cache, partial
 from pathlib import Path
@@ -16,8 +17,38 @@ from api.db import board  # noqa: F401 - registers the leaderboards' change coun
 MIGRATIONS = Path(__file__).parent / "migrations"
 
 
-@cache
+_ENGINES: dict[str, Engine] = {}
+_ENGINES_LOCK = threading.Lock()
+
+
 def get_engine(url: str) -> Engine:
+    """One engine per database URL for the process's life."""
+    with _ENGINES_LOCK:
+        engine = _ENGINES.get(url)
+        if engine is None:
+            engine = _ENGINES[url] = _new_engine(url)
+        return engine
+
+
+def dispose_engines(keep: Collection[str] = ()) -> None:
+    """Close the pooled connections of every engine but those of `keep` and forget them
+    (a process that moves between databases, as the tests do, else keeps each one's
+    connections, and their files, open)."""
+    with _ENGINES_LOCK:
+        gone = [url for url in _ENGINES if url not in keep]
+        engines = [_ENGINES.pop(url) for url in gone]
+    if engines:
+        session_factory.cache_clear()  # its sessionmakers hold the engines
+    for engine in engines:
+        engine.dispose()
+
+
+def engine_urls() -> set[str]:
+    with _ENGINES_LOCK:
+        return set(_ENGINES)
+
+
+def _new_engine(url: str) -> Engine:
     if url.startswith("sqlite"):
         path = url.split("///", 1)[-1]
         if path and path != ":memory:":
