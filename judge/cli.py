@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
+from rich.text import Text
 
 from judge.console import err, fmt, new_table, out, print_cases, progress_bar, show
 from judge.console import fail as _fail
@@ -51,7 +52,11 @@ def verify(
 @problem_app.command("check")
 def problem_check(path: Path) -> None:
     """Validate a problem package and show its cases with their lower bounds."""
-    problem = _load(str(path))
+    _show_cases(_load(str(path)))
+
+
+def _show_cases(problem: Problem) -> None:
+    """The package's cases with their lower bounds (`problem check`, and each import)."""
     try:
         cases = load_cases(problem)
     except InputError as exc:
@@ -71,12 +76,18 @@ def problem_check(path: Path) -> None:
     show(table)
 
 
+Dest = Annotated[
+    Path | None,
+    typer.Option(help="where packages go", show_default="./problems of the current directory"),
+]
+
+
 @problem_app.command("import-minimalloc")
 def problem_import_minimalloc(
     directory: Path,
     capacity: Annotated[int | None, typer.Option(help="bytes; default: from NAME.CAP.csv")] = None,
     slug: Annotated[str | None, typer.Option(help="package name; default: folder name")] = None,
-    dest: Annotated[Path, typer.Option(help="where packages live")] = ROOT / "problems",
+    dest: Dest = None,
     hidden: Annotated[list[str] | None, typer.Option(help="case name for the hidden split")] = None,
 ) -> None:
     """Turn a folder of MiniMalloc CSV cases (id,lower,upper,size) into a package."""
@@ -87,10 +98,10 @@ def problem_import_minimalloc(
         if not name:
             raise _fail(f"cannot make a slug from the folder name {folder!r}; pass --slug")
     try:
-        problem = import_minimalloc(directory, dest, name, capacity, frozenset(hidden or ()))
+        problem = import_minimalloc(directory, _dest(dest), name, capacity, frozenset(hidden or ()))
     except InputError as exc:
         raise _fail(str(exc)) from None
-    out.print(f"imported {len(problem.cases)} cases into {problem.root}")
+    _imported(problem)
 
 
 @problem_app.command("import-torch")
@@ -101,7 +112,7 @@ def problem_import_torch(
         int | None, typer.Option(help="bytes; default: 25 % above each case's lower bound")
     ] = None,
     alignment: Annotated[int, typer.Option(help="bytes, every buffer")] = 512,
-    dest: Annotated[Path, typer.Option(help="where packages live")] = ROOT / "problems",
+    dest: Dest = None,
     hidden: Annotated[list[str] | None, typer.Option(help="case name for the hidden split")] = None,
     type_: Annotated[
         str, typer.Option("--type", help="offset (the whole trace) | online (request by request)")
@@ -120,12 +131,25 @@ def problem_import_torch(
         raise _fail("--alignment must be from 1 to 2^30")
     importer = import_torch_online if type_ == "online" else import_torch
     try:
-        problem, notes = importer(files, dest, slug, capacity, alignment, frozenset(hidden or ()))
+        problem, notes = importer(
+            files, _dest(dest), slug, capacity, alignment, frozenset(hidden or ())
+        )
     except InputError as exc:
         raise _fail(str(exc)) from None
     for note in notes:
-        err.print(f"[yellow]guessed[/yellow] {note}", highlight=False)
+        err.print(Text.assemble(("guessed", "yellow"), " ", note))
+    _imported(problem)
+
+
+def _dest(dest: Path | None) -> Path:
+    """--dest, by default ./problems of the current directory: never the checkout's own
+    problems/ (an import there would sit among the shipped packages, in git's way)."""
+    return Path.cwd() / "problems" if dest is None else dest
+
+
+def _imported(problem: Problem) -> None:
     out.print(f"imported {len(problem.cases)} cases into {problem.root}")
+    _show_cases(problem)
 
 
 @app.command("judge")
@@ -242,7 +266,7 @@ def _judge_with_progress(
 
 def _print_report(report: JudgeReport) -> None:
     if report.build_error:
-        err.print(f"[red]build error[/red]\n{report.build_error}", highlight=False)
+        err.print(Text.assemble(("build error", "red"), "\n", report.build_error))
     data = report.as_dict()
     title = f"{report.planner} on {report.problem} ({report.sandbox} sandbox)"
     print_cases(title, data["cases"], data["public_score"], data["hidden_score"])

@@ -20,8 +20,11 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 from rich.text import Text
 
-out = Console()
-err = Console(stderr=True)
+# Markup off: what they print quotes data (case and team names, messages such as
+# "no [memory] events"), and rich would take "[memory]" for a tag and drop it. Styles
+# are given as Text (Text.assemble) where they are meant.
+out = Console(markup=False, highlight=False)
+err = Console(stderr=True, markup=False, highlight=False)
 
 NONE = "—"  # no value (a case that never ran, a split without cases)
 WITHHELD = "hidden"  # a value the server keeps back until the reveal
@@ -40,7 +43,7 @@ def fail(message: str, code: int = 2) -> typer.Exit:
 def progress_bar(quiet: bool) -> Progress:
     """A bar on stderr (stdout stays the result), gone when done; none when quiet."""
     return Progress(
-        TextColumn("{task.description}"),
+        TextColumn("{task.description}", markup=False),  # a planner's and a case's name
         BarColumn(),
         MofNCompleteColumn(),
         TimeElapsedColumn(),
@@ -79,7 +82,8 @@ def show(table: Table, whole: Sequence[int] = (0,)) -> None:
         return
     natural = out.measure(table, options=out.options.update(max_width=WIDEST)).maximum
     # print(width=) cannot widen a console: a wide one for this table alone.
-    Console(file=out.file, width=max(natural, out.width), no_color=True).print(table)
+    wide = Console(file=out.file, width=max(natural, out.width), no_color=True, markup=False)
+    wide.print(table)
 
 
 def _keep_whole(table: Table, whole: Sequence[int], width: int) -> None:

@@ -9,6 +9,8 @@ import json
 import re
 from pathlib import Path
 
+from rich.text import Text
+
 from judge.console import fail, out
 from judge.errors import InputError
 from judge.importer import name_and_capacity
@@ -48,7 +50,9 @@ def verify_command(
         out.print_json(json.dumps(result))
     else:
         colour = "green" if verification.verdict == Verdict.OK else "red"
-        out.print(f"[{colour}]{verification.verdict}[/{colour}] {verification.message}")
+        out.print(
+            Text.assemble((str(verification.verdict), colour), " ", verification.message or "")
+        )
         figures = [f"peak {verification.peak}"] if verification.peak is not None else []
         figures += [f"lower bound {bound} {ptype.bound_unit}", f"score {score:.6f}"]
         out.print("  ".join(figures))

@@ -4,29 +4,14 @@ cache, and a small ViT."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from itertools import accumulate
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-
-@dataclass(frozen=True)
-class GPTConfig:
-    layers: int = 12
-    d_model: int = 768
-    heads: int = 12
-    vocab: int = 50257
-    context: int = 1024
-
-
-GPT2 = {
-    "gpt2-small": GPTConfig(),
-    "gpt2-medium": GPTConfig(24, 1024, 16),
-    "gpt2-xl": GPTConfig(48, 1600, 25),
-    "gpt2-tiny": GPTConfig(2, 64, 4, 512, 128),
-}
+from tracer.configs import GPT2 as GPT2  # re-exported: a generator imports it from here
+from tracer.configs import GPTConfig, LlamaConfig, ViTConfig
 
 
 class GPTBlock(nn.Module):
@@ -74,23 +59,6 @@ class GPTStage(nn.Module):
             return x
         logits = self.ln_f(x) @ self.wte.weight.t()
         return F.cross_entropy(logits.flatten(0, 1), labels.flatten())
-
-
-@dataclass(frozen=True)
-class LlamaConfig:
-    layers: int = 32
-    d_model: int = 4096
-    heads: int = 32
-    kv_heads: int = 8
-    ffn: int = 14336
-    vocab: int = 128256
-
-
-LLAMA = {
-    "llama-8b": LlamaConfig(),  # Llama-3-8B's shape: GQA with 8 KV heads
-    "llama-1b": LlamaConfig(16, 2048, 32, 8, 8192, 128256),
-    "llama-tiny": LlamaConfig(2, 64, 4, 2, 128, 512),
-}
 
 
 class RMSNorm(nn.Module):
@@ -222,19 +190,6 @@ class Llama(nn.Module):
             cache.length += n
         ends = torch.tensor(list(accumulate(n for _, n in batch)), device=dev) - 1
         return self.head(self.norm(x[ends]))
-
-
-@dataclass(frozen=True)
-class ViTConfig:
-    image: int = 224
-    patch: int = 16
-    layers: int = 12
-    d_model: int = 384
-    heads: int = 6
-    classes: int = 1000
-
-
-VIT = {"vit-small": ViTConfig(), "vit-tiny": ViTConfig(32, 8, 2, 64, 4, 10)}
 
 
 class ViT(nn.Module):

@@ -9,7 +9,8 @@ from dataclasses import asdict, dataclass
 
 import torch
 
-from tracer.models import GPT2, LLAMA, VIT, GPTStage, KVCache, Llama, ViT
+from tracer.configs import GPT2, LLAMA, VIT
+from tracer.models import GPTStage, KVCache, Llama, ViT
 from tracer.record import Recorder, Recording
 
 

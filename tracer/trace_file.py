@@ -7,17 +7,20 @@ import json
 import lzma
 import platform
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import torch
-
-from tracer.record import CATEGORIES, Recording
+if TYPE_CHECKING:  # write_trace needs no torch: the importer's tests write traces with it
+    from tracer.record import Recording
 
 FORMAT = "memorace-torch-trace"
 VERSION = 1
 
 
 def trace_doc(rec: Recording, step: dict[str, Any], config: dict[str, Any], command: str) -> dict:
+    import torch
+
+    from tracer.record import CATEGORIES
+
     names = sorted({name for name, _, _ in rec.ops})
     index = {n: i for i, n in enumerate(names)}
     kept = [s for s in rec.storages if s.size > 0 and s.upper > s.lower]

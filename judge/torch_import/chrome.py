@@ -12,17 +12,17 @@ import json
 from pathlib import Path
 from typing import Any
 
-from judge.csvtable import read_bounded
 from judge.errors import CaseError, show_value
+from judge.torch_import.compressed import MAX_INPUT_BYTES, read_input
 from judge.torch_import.lifetimes import ALLOC, FREE, Buffers, Event, buffers_from_events
 
-MAX_TRACE_BYTES = 512 * 2**20
+MAX_TRACE_BYTES = MAX_INPUT_BYTES  # also once decompressed (gzip: `.pt.trace.json.gz`)
 _DEVICE_TYPES = {0: "cpu", 1: "cuda"}
 
 
 def read_chrome_trace(path: Path) -> dict[str, Buffers]:
     """Buffers per device ("cpu", "cuda0", ...) of a profiler trace file."""
-    data = read_bounded(path, MAX_TRACE_BYTES, CaseError)
+    data = read_input(path)
     return trace_buffers(_parse(data, path), path)
 
 

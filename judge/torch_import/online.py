@@ -26,12 +26,13 @@ from judge.errors import CaseError, PackageError
 from judge.importer import build_package, check_files, check_hidden, check_options, write_package
 from judge.package import Problem
 from judge.torch_import.lifetimes import ALLOC
-from judge.torch_import.package import KINDS, _case_name, capacity_for, file_kind
+from judge.torch_import.memtrace import trace_recordings
+from judge.torch_import.package import KINDS, _case_name, capacity_for, load_torch_file
 from judge.torch_import.recorded import (
     UNKNOWN,
     Recording,
-    read_chrome_recordings,
-    read_snapshot_recordings,
+    chrome_recordings,
+    snapshot_recordings,
 )
 from judge.types.offset.case import OffsetCase
 from judge.types.offset.verifier import lower_bound
@@ -47,10 +48,10 @@ _HELD = "blocks held throughout (no event; requested first, never freed)"
 
 
 def read_recordings(path: Path) -> tuple[str, dict[str, Recording]]:
-    kind = file_kind(path)
+    kind, doc, size = load_torch_file(path)
     if kind == "snapshot":
-        return kind, read_snapshot_recordings(path)
-    return kind, read_chrome_recordings(path)
+        return kind, snapshot_recordings(doc, path, size)
+    return kind, (trace_recordings if kind == "trace" else chrome_recordings)(doc, path)
 
 
 def online_events(

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any
 
-from judge.csvtable import read_bounded
 from judge.errors import CaseError, PackageError
 from judge.importer import (
     build_package,
@@ -15,9 +15,10 @@ from judge.importer import (
     write_offset_package,
 )
 from judge.package import CASE_NAME, Problem
-from judge.torch_import.chrome import MAX_TRACE_BYTES, read_chrome_trace
+from judge.torch_import import chrome, memtrace
+from judge.torch_import.compressed import read_input
 from judge.torch_import.lifetimes import Buffers
-from judge.torch_import.snapshot import read_snapshot
+from judge.torch_import.snapshot import load_snapshot, snapshot_buffers
 from judge.types.offset.case import parse_case_bytes
 from judge.types.offset.verifier import lower_bound
 
@@ -25,22 +26,38 @@ MIB = 2**20
 KINDS = {
     "snapshot": "a CUDA memory snapshot (`torch.cuda.memory._dump_snapshot`)",
     "chrome": "a `torch.profiler` Chrome trace (`profile_memory=True`)",
+    "trace": "a `memorace trace` recording (tracer/TRACE_FORMAT.md)",
 }
 
 
-def file_kind(path: Path) -> str:
-    """A pickle starts with its protocol opcode (0x80); a trace with JSON."""
-    head = read_bounded(path, MAX_TRACE_BYTES, CaseError)[:64].lstrip()
+def load_torch_file(path: Path) -> tuple[str, Any, int]:
+    """(kind, the loaded document, its bytes) of a file, plain, gzip or xz: a pickle
+    starts with its protocol opcode (0x80), a trace with JSON; a JSON object whose
+    `format` is `memorace-torch-trace` is what `memorace trace` wrote."""
+    return load_torch_data(read_input(path), path)
+
+
+def load_torch_data(data: bytes, path: Path | str) -> tuple[str, Any, int]:
+    """load_torch_file of bytes already decompressed (read_input's)."""
+    head = data[:64].lstrip()
     if head[:1] == b"\x80":
-        return "snapshot"
+        return "snapshot", load_snapshot(data, path), len(data)
     if head[:1] in (b"{", b"["):
-        return "chrome"
-    raise CaseError("neither a memory snapshot (pickle) nor a profiler trace (JSON)", path)
+        doc = chrome._parse(data, path)
+        return ("trace" if memtrace.is_memorace_trace(doc) else "chrome"), doc, len(data)
+    raise CaseError(
+        "neither a memory snapshot (pickle) nor a profiler trace or `memorace trace` file "
+        "(JSON), plain or compressed with gzip or xz",
+        path,
+    )
 
 
 def read_torch_file(path: Path) -> tuple[str, dict[str, Buffers]]:
-    kind = file_kind(path)
-    return kind, (read_snapshot(path) if kind == "snapshot" else read_chrome_trace(path))
+    kind, doc, size = load_torch_file(path)
+    if kind == "snapshot":
+        return kind, snapshot_buffers(doc, path, size)
+    reader = memtrace.trace_buffers if kind == "trace" else chrome.trace_buffers
+    return kind, reader(doc, path)
 
 
 def capacity_for(bound: int) -> int:

@@ -26,9 +26,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from judge.csvtable import read_bounded
 from judge.errors import CaseError
-from judge.torch_import.chrome import MAX_TRACE_BYTES, _memory_event, _parse
+from judge.torch_import.chrome import _memory_event, _parse
+from judge.torch_import.compressed import read_input
 from judge.torch_import.lifetimes import ALLOC, Event
 from judge.torch_import.snapshot import (
     MAX_DEVICES,
@@ -79,7 +79,7 @@ def _number_hint(value: Any) -> str:
 
 
 def read_snapshot_recordings(path: Path) -> dict[str, Recording]:
-    data = read_bounded(path, MAX_SNAPSHOT_BYTES, CaseError)
+    data = read_input(path, MAX_SNAPSHOT_BYTES)
     return snapshot_recordings(load_snapshot(data, path), path, len(data))
 
 
@@ -174,7 +174,7 @@ def _held(
 
 
 def read_chrome_recordings(path: Path) -> dict[str, Recording]:
-    data = read_bounded(path, MAX_TRACE_BYTES, CaseError)
+    data = read_input(path)
     return chrome_recordings(_parse(data, path), path)
 
 

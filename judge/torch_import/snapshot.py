@@ -21,8 +21,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from judge.csvtable import read_bounded
 from judge.errors import CaseError, show_value
+from judge.torch_import.compressed import read_input
 from judge.torch_import.datapickle import load_data
 from judge.torch_import.lifetimes import ALLOC, FREE, Buffers, Event, buffers_from_events
 
@@ -36,7 +36,7 @@ _FREES = frozenset({"free_requested", "free_completed", "free"})
 
 def read_snapshot(path: Path) -> dict[str, Buffers]:
     """Buffers per device ("cuda0", ...) of a snapshot file."""
-    data = read_bounded(path, MAX_SNAPSHOT_BYTES, CaseError)
+    data = read_input(path, MAX_SNAPSHOT_BYTES)
     return snapshot_buffers(load_snapshot(data, path), path, len(data))
 
 
