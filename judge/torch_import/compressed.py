@@ -50,13 +50,13 @@ def decompress_bounded(data: bytes, limit: int, path: Path | str) -> bytes:
 
 
 def _read_up_to(stream: io.BufferedIOBase, most: int) -> bytes:
-    """At most `most` bytes, a MiB at a time (one read(most) would reserve `most`)."""
-    parts: list[bytes] = []
-    left = most
-    while left > 0 and (part := stream.read(min(left, _CHUNK))):
-        parts.append(part)
-        left -= len(part)
-    return b"".join(parts)
+    """At most `most` bytes, a MiB at a time: one read(most) would reserve `most` at
+    once, and a list of parts joined would hold them twice (BytesIO's value is not
+    copied)."""
+    buf = io.BytesIO()
+    while buf.tell() < most and (part := stream.read(min(most - buf.tell(), _CHUNK))):
+        buf.write(part)
+    return buf.getvalue()
 
 
 _CHUNK = 2**20
