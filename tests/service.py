@@ -51,11 +51,11 @@ def wait_for(check: Any, timeout: float, what: str, every: float = 0.2) -> Any:
 
 
 @contextmanager
-def postgres_database() -> Iterator[str]:
+def postgres_database(prefix: str = "memorace_test_") -> Iterator[str]:
     """A fresh, empty PostgreSQL database for one test; dropped afterwards."""
     import psycopg
 
-    name = f"memorace_test_{uuid.uuid4().hex[:10]}"
+    name = f"{prefix}{uuid.uuid4().hex[:10]}"
     with psycopg.connect(PG_ADMIN_URL, autocommit=True) as conn:
         conn.execute(f'CREATE DATABASE "{name}"')
     try:
