@@ -69,7 +69,7 @@ def blob_store(settings: Settings) -> BlobStore:
 
     blob_cache = BlobCache(settings.cache, settings.blob_cache_mb * 2**20)
     if settings.blob_store == "database":
-        return DatabaseBlobs(settings.database_url, blob_cache)
+        return DatabaseBlobs(settings.database_url, blob_cache, legacy=settings.plans)
     return LocalBlobs(settings.blobs, blob_cache, legacy=settings.plans)
 
 

@@ -23,8 +23,10 @@ from api.db.session import get_engine, session_scope
 
 
 class DatabaseBlobs:
-    def __init__(self, url: str, cache: BlobCache):
-        self.url, self.cache = url, cache
+    def __init__(self, url: str, cache: BlobCache, legacy: Path | None = None):
+        # `legacy`: the folder plans were kept in before the blob store (data_dir/plans,
+        # ab/<sha256>), still read: an installation upgraded from then keeps its plans.
+        self.url, self.cache, self.legacy = url, cache, legacy
 
     def put_file(self, path: Path) -> str:
         sha = file_sha256(path)
@@ -48,7 +50,15 @@ class DatabaseBlobs:
     def local_path(self, sha256: str) -> Path:
         check_name(sha256)
         found = self.cache.get(sha256)
-        return found or self.cache.add(sha256, lambda tmp: self._fetch(sha256, tmp))
+        if found:
+            return found
+        try:
+            return self.cache.add(sha256, lambda tmp: self._fetch(sha256, tmp))
+        except BlobMissing:
+            older = self.legacy / sha256[:2] / sha256 if self.legacy else None
+            if older is not None and older.is_file():
+                return older
+            raise
 
     def _insert(self, sha: str, size: int, chunks: Iterable[bytes]) -> None:
         h = hashlib.sha256()
