@@ -132,7 +132,7 @@ def _unwritten(f: Filler) -> list[str]:
     ]
 
 
-def _upgrade_from(revision: str, url: str, tmp_path, monkeypatch) -> None:
+def _upgrade_from(revision: str, url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     command.upgrade(alembic_config(url), revision)
     engine = sa.create_engine(url)
     try:
