@@ -19,34 +19,47 @@ from api.db.session import session_scope
 from api.deps import user_or_none
 from api.settings import Settings, get_settings
 from api.workers import all_workers
+from judge.verdict import Verdict
 
 BUCKETS = (1, 5, 15, 30, 60, 120, 300, 600, 1800, 3600)
 LATENCY_SAMPLE = 2000  # the newest final judgings
+# Every judging state and verdict is exposed, 0 until one is seen: a series that appears
+# only with the first failure would give Prometheus nothing to compare it with (an
+# alert on `delta(...) > 0` would miss that first failure). api.db.models.Judging.status:
+STATUSES = ("queued", "running", "final", "failed", "superseded")
 
 
 class DatabaseCollector(Collector):
     def collect(self) -> Iterator[GaugeMetricFamily | CounterMetricFamily | HistogramMetricFamily]:
         with session_scope(get_settings().database_url) as db:
-            depth = GaugeMetricFamily(
-                "memorace_queue_depth", "Judgings by state", labels=["status"]
-            )
-            for status, n in db.execute(
-                select(Judging.status, func.count(Judging.id)).group_by(Judging.status)
-            ):
-                depth.add_metric([status], n)
-            yield depth
+            yield _depth(db)
             yield _workers(db)
-            verdicts = CounterMetricFamily(
-                "memorace_case_verdicts", "Case results by verdict", labels=["verdict"]
-            )
-            for verdict, n in db.execute(
-                select(CaseResultRow.verdict, func.count(CaseResultRow.id)).group_by(
-                    CaseResultRow.verdict
-                )
-            ):
-                verdicts.add_metric([verdict], n)
-            yield verdicts
+            yield _verdicts(db)
             yield _latency(db)
+
+
+def _depth(db: Session) -> GaugeMetricFamily:
+    family = GaugeMetricFamily("memorace_queue_depth", "Judgings by state", labels=["status"])
+    counts = dict.fromkeys(STATUSES, 0)
+    query = select(Judging.status, func.count(Judging.id)).group_by(Judging.status)
+    counts.update((status, n) for status, n in db.execute(query))
+    for status, n in counts.items():
+        family.add_metric([status], n)
+    return family
+
+
+def _verdicts(db: Session) -> CounterMetricFamily:
+    family = CounterMetricFamily(
+        "memorace_case_verdicts", "Case results by verdict", labels=["verdict"]
+    )
+    counts = dict.fromkeys((v.value for v in Verdict), 0)
+    query = select(CaseResultRow.verdict, func.count(CaseResultRow.id)).group_by(
+        CaseResultRow.verdict
+    )
+    counts.update((verdict, n) for verdict, n in db.execute(query))
+    for verdict, n in counts.items():
+        family.add_metric([verdict], n)
+    return family
 
 
 def _workers(db: Session) -> GaugeMetricFamily:

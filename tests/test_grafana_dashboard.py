@@ -88,9 +88,16 @@ def _activity(client: TestClient) -> None:
         db.add(WorkerRow(name="celery@dead", last_seen=now - timedelta(days=1)))
 
 
+@dataclass
+class Served:
+    seen: Exposition  # after _activity
+    fresh: Exposition  # before it: nothing judged yet
+    app: FastAPI
+
+
 @pytest.fixture(scope="module")
-def served(tmp_path_factory) -> Iterator[tuple[Exposition, FastAPI]]:
-    """The exposition an organizer's scrape gets after _activity, and the app."""
+def served(tmp_path_factory) -> Iterator[Served]:
+    """The expositions an organizer's scrape gets before and after _activity."""
     from api.app import create_app
     from api.bootstrap import bootstrap
 
@@ -102,10 +109,11 @@ def served(tmp_path_factory) -> Iterator[tuple[Exposition, FastAPI]]:
         token = bootstrap(get_settings(), "admin", [make_package(tmp / "pkg")])
         with TestClient(create_app()) as client:
             client.headers["Authorization"] = f"Bearer {token}"
+            fresh = Exposition.parse(client.get("/metrics").text)
             _activity(client)
             reply = client.get("/metrics")
             assert reply.status_code == 200, reply.text
-            yield Exposition.parse(reply.text), client.app
+            yield Served(Exposition.parse(reply.text), fresh, client.app)
         get_settings.cache_clear()
         queue.producer.cache_clear()
 
@@ -216,7 +224,7 @@ def test_the_dashboard_is_a_grafana_model_on_a_chosen_prometheus():
 
 
 def test_every_expression_reads_what_metrics_exposes(served):
-    seen, _ = served
+    seen = served.seen
     assert not seen.empty_families, "activity should give every family a sample"
     wrong = {where: problems_with(expr, seen) for where, expr in every_expression()}
     assert not {w: p for w, p in wrong.items() if p}
@@ -227,6 +235,12 @@ def test_every_expression_reads_what_metrics_exposes(served):
     families = {re.sub(r"_(bucket|sum|count|total)$", "", name) for name in ours}
     unread = {f for f in families if not any(m.startswith(f) for m in read)}
     assert not unread, f"no panel reads {unread}"
+
+
+def test_a_fresh_service_exposes_every_label_an_expression_compares_with(served):
+    # At 0 before the first failure, so that `delta(...) > 0` sees that failure.
+    wrong = {where: problems_with(expr, served.fresh) for where, expr in every_expression()}
+    assert not {w: p for w, p in wrong.items() if p}
 
 
 def test_every_expression_reads_at_least_one_series():
@@ -246,8 +260,7 @@ def test_every_expression_reads_at_least_one_series():
     ],
 )
 def test_a_renamed_metric_is_caught(served, renamed):
-    seen, _ = served
-    assert problems_with(renamed, seen)
+    assert problems_with(renamed, served.seen)
 
 
 def test_the_parser_sees_through_functions_groupings_and_windows():
@@ -259,7 +272,7 @@ def test_the_parser_sees_through_functions_groupings_and_windows():
 
 
 def test_the_scrape_config_reads_metrics_with_a_token_file(served):
-    _, app = served
+    app = served.app
     yaml = pytest.importorskip("yaml")
     config = yaml.safe_load(SCRAPE_CONFIG.read_text())
     (job,) = [j for j in config["scrape_configs"] if j["job_name"] == "memorace"]
