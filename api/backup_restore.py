@@ -35,6 +35,7 @@ from api.backup_format import (
 from api.backup_restore_db import (
     RestoreError,
     copy_blobs_across,
+    drop_tables,
     empty_database,
     migrate_to,
     set_sequences,
@@ -52,13 +53,14 @@ def restore(settings: Settings, archive: Path) -> dict[str, Any]:
     or the target holds data."""
     with _open(archive) as tar:
         manifest, members = read_checked(tar)
-        _check_data_dir(settings.data_dir)
         url = settings.database_url
         if url.startswith("sqlite"):
             Path(url.split("///", 1)[1]).parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         engine = create_engine(url)
         try:
             empty_database(engine)
+            _check_data_dir(settings.data_dir)
+            drop_tables(engine)
             migrate_to(url, manifest["revision"])
             with engine.begin() as conn:
                 _insert_rows(conn, tar, members, manifest)

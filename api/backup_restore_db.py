@@ -21,10 +21,10 @@ class RestoreError(Exception):
 
 
 def empty_database(engine: Engine) -> None:
-    """Refuse a database that holds anything but what migrating an empty one makes;
-    drop the tables of one that holds only that (a host whose service started once)."""
+    """Refuse a database that holds anything but what migrating an empty one makes (a
+    host whose service started once is empty still)."""
     meta = MetaData()
-    with engine.begin() as conn:
+    with engine.connect() as conn:
         meta.reflect(bind=conn)
         for table in meta.sorted_tables:
             limit = SEEDED.get(table.name, 0)
@@ -34,6 +34,14 @@ def empty_database(engine: Engine) -> None:
                     f"the database already holds data (table {table.name}: {count} rows): "
                     "restore into an empty database"
                 )
+
+
+def drop_tables(engine: Engine) -> None:
+    """An empty database's tables, gone: the schema is made again at the backup's
+    revision (which may be older than what the service made)."""
+    meta = MetaData()
+    with engine.begin() as conn:
+        meta.reflect(bind=conn)
         meta.drop_all(conn)
 
 
