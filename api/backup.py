@@ -15,7 +15,7 @@ behind: the reaper re-sends a judging the restored service finds unfinished.
 
 The archive (a tar): `tables/NAME.jsonl` (a line of column names, then one JSON list
 per row; api.backup_format keeps every value's exact type), `files/PATH` and last
-`manifest.json` (schema revision, backend, row counts, each file's size and sha256),
+`manifest.json` (schema revision, backend, row counts, each member's size and sha256),
 which the restore checks everything against before it writes anything.
 """
 
@@ -59,13 +59,16 @@ def create(settings: Settings, out: Path) -> dict[str, Any]:
             "blob_store": settings.blob_store,
             "created_at": datetime.now(UTC).isoformat(),
             "tables": counts,
+            "table_files": {},
             "files": {},
         }
         partial = out.with_name(f".{out.name}.partial")
         mode = "w:gz" if out.name.endswith((".gz", ".tgz")) else "w"
         with tarfile.open(partial, mode, format=tarfile.PAX_FORMAT) as tar:
             for name in counts:
-                tar.add(staging / TABLES / f"{name}.jsonl", f"{TABLES}/{name}.jsonl")
+                staged = staging / TABLES / f"{name}.jsonl"
+                entry = _add_file(tar, f"{TABLES}/{name}.jsonl", staged, prefix="")
+                manifest["table_files"][name] = entry
             for rel, path in kept_files(settings.data_dir):
                 entry = _add_file(tar, rel, path)
                 if entry is not None:
@@ -136,7 +139,9 @@ def _dump_table(conn: Connection, table: Table, path: Path) -> int:
     return count
 
 
-def _add_file(tar: tarfile.TarFile, rel: str, path: Path) -> dict[str, Any] | None:
+def _add_file(
+    tar: tarfile.TarFile, rel: str, path: Path, prefix: str = "files/"
+) -> dict[str, Any] | None:
     """Add one kept file, hashed as it is read; None when it went away meanwhile (an
     import's upload, once its job ended)."""
     try:
@@ -145,7 +150,7 @@ def _add_file(tar: tarfile.TarFile, rel: str, path: Path) -> dict[str, Any] | No
         return None
     with fh:
         size = os.fstat(fh.fileno()).st_size
-        info = tarfile.TarInfo(f"files/{rel}")
+        info = tarfile.TarInfo(prefix + rel)
         info.size, info.mode, info.mtime = size, 0o600, int(time.time())
         hashing = _Hashing(fh)
         tar.addfile(info, hashing)

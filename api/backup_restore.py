@@ -99,6 +99,8 @@ def read_checked(tar: tarfile.TarFile) -> tuple[dict[str, Any], dict[str, tarfil
         for rel, entry in manifest["files"].items():
             _check_file(tar, members[f"files/{rel}"], entry)
         for name, count in manifest["tables"].items():
+            member = members[f"{TABLES}/{name}.jsonl"]
+            _check_file(tar, member, manifest["table_files"][name])
             got = sum(1 for _ in _rows(tar, members[f"{TABLES}/{name}.jsonl"])[1])
             if got != count:
                 raise RestoreError(f"table {name}: {got} rows, the manifest says {count}")
@@ -124,6 +126,11 @@ def _manifest(tar: tarfile.TarFile, members: dict[str, tarfile.TarInfo]) -> dict
         raise RestoreError("manifest.json has no revision or tables")
     if not isinstance(files, dict):
         raise RestoreError("manifest.json has no files")
+    sums = manifest.get("table_files")
+    if not isinstance(sums, dict) or set(sums) != set(tables):
+        raise RestoreError("manifest.json: each table needs its size and sha256")
+    if not all(isinstance(entry, dict) for entry in sums.values()):
+        raise RestoreError("manifest.json: a bad table_files entry")
     for name, count in tables.items():
         if not TABLE_NAME.fullmatch(name) or type(count) is not int or count < 0:
             raise RestoreError(f"manifest.json: a bad table entry {name[:80]!r}")
@@ -148,7 +155,7 @@ def _check_file(tar: tarfile.TarFile, info: tarfile.TarInfo, entry: dict[str, An
     sha = hashlib.sha256()
     for chunk in _chunks(_member(tar, info)):
         sha.update(chunk)
-    if info.size != entry["size"] or sha.hexdigest() != entry.get("sha256"):
+    if info.size != entry.get("size") or sha.hexdigest() != entry.get("sha256"):
         raise RestoreError(f"{info.name!r} does not match its manifest entry (damaged)")
 
 
