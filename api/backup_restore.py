@@ -96,14 +96,16 @@ def read_checked(tar: tarfile.TarFile) -> tuple[dict[str, Any], dict[str, tarfil
         expected |= {f"files/{rel}" for rel in manifest["files"]}
         if unlisted := sorted(set(members) ^ expected):
             raise RestoreError(f"the archive and its manifest differ on {unlisted[0][:200]!r}")
-        for rel, entry in manifest["files"].items():
-            _check_file(tar, members[f"files/{rel}"], entry)
+        # In the archive's order (tables, then files): a compressed one is read through
+        # once here, not rewound for each member.
         for name, count in manifest["tables"].items():
             member = members[f"{TABLES}/{name}.jsonl"]
             _check_file(tar, member, manifest["table_files"][name])
-            got = sum(1 for _ in _rows(tar, members[f"{TABLES}/{name}.jsonl"])[1])
+            got = sum(1 for _ in _rows(tar, member)[1])
             if got != count:
                 raise RestoreError(f"table {name}: {got} rows, the manifest says {count}")
+        for rel, entry in manifest["files"].items():
+            _check_file(tar, members[f"files/{rel}"], entry)
     except (tarfile.TarError, EOFError, OSError, zlib.error) as exc:
         raise RestoreError(f"the archive is damaged: {exc}") from None
     return manifest, members

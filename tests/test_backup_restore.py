@@ -175,3 +175,25 @@ def test_timestamps_keep_their_instant_whatever_the_zone(tmp_path: Path) -> None
         with engine.connect() as conn:
             assert conn.scalar(select(TeamRow.created_at)) == AT.replace(tzinfo=None)
         engine.dispose()
+
+
+def test_a_backup_of_an_older_release_restores_and_upgrades(tmp_path: Path) -> None:
+    """Rows of an older schema go into that schema, which then upgrades as any host's."""
+    from api.backup_restore_db import migrate_to
+
+    with target("sqlite", tmp_path, "a") as a, target("sqlite", tmp_path, "b") as b:
+        a.data_dir.mkdir()
+        migrate_to(a.database_url, "0013")  # before contests
+        engine = create_engine(a.database_url)
+        with engine.begin() as conn:
+            conn.execute(text("INSERT INTO teams (name, disqualified, system, created_at) "
+                              "VALUES ('old', 0, 0, '2026-01-02 03:04:05.000000')"))  # fmt: skip
+        engine.dispose()
+        assert create(a, tmp_path / "old.tar")["revision"] == "0013"
+        restore(b, tmp_path / "old.tar")
+        engine = create_engine(b.database_url)
+        with engine.connect() as conn:
+            assert conn.scalar(text("SELECT version_num FROM alembic_version")) == "0014"
+            assert conn.scalar(select(TeamRow.name)) == "old"
+            assert conn.scalar(text("SELECT count(*) FROM contest")) == 1  # 0014's own row
+        engine.dispose()
