@@ -45,9 +45,15 @@ from api.settings import Settings, get_settings
 YIELD_ROWS = {"blob_chunks": 8}
 
 
+class BackupError(Exception):
+    """Nothing to back up where the settings point."""
+
+
 def create(settings: Settings, out: Path) -> dict[str, Any]:
     """Write the backup of the service `settings` names to `out`; its manifest."""
     out = out.resolve()
+    if not out.parent.is_dir():
+        raise BackupError(f"no folder {out.parent} to write the backup into")
     with tempfile.TemporaryDirectory(prefix=".memorace-backup-", dir=out.parent) as tmp:
         staging = Path(tmp)
         with snapshot(settings.database_url, staging) as conn:
@@ -85,8 +91,10 @@ def snapshot(url: str, staging: Path) -> Iterator[Connection]:
     if url.startswith("sqlite"):
         # SQLite's online backup copies the file as of one moment (writers go on in WAL);
         # the copy is then read at leisure, holding no read lock on the live file.
-        copy = staging / "snapshot.sqlite"
-        source = sqlite3.connect(url.split("///", 1)[1], timeout=30)
+        copy, path = staging / "snapshot.sqlite", url.split("///", 1)[1]
+        if not Path(path).is_file():  # sqlite3 would make an empty one
+            raise BackupError(f"no database at {path}: check MEMORACE_DATA_DIR")
+        source = sqlite3.connect(path, timeout=30)
         target = sqlite3.connect(copy)
         try:
             source.backup(target)
@@ -116,9 +124,11 @@ def dump_tables(conn: Connection, folder: Path) -> tuple[str, dict[str, int]]:
     """Each table's rows into folder/NAME.jsonl, in foreign-key order; (the schema
     revision, rows per table)."""
     folder.mkdir()
-    revision = conn.scalar(text("SELECT version_num FROM alembic_version"))
     meta = MetaData()
     meta.reflect(bind=conn)
+    if "alembic_version" not in meta.tables:
+        raise BackupError("the database has no MemoRace schema: nothing to back up")
+    revision = conn.scalar(text("SELECT version_num FROM alembic_version"))
     counts = {}
     for table in meta.sorted_tables:
         if table.name != "alembic_version":
@@ -189,7 +199,11 @@ def main(argv: list[str] | None = None) -> int:
     settings = get_settings()
     started = time.monotonic()
     if args.command == "create":
-        manifest = create(settings, args.archive)
+        try:
+            manifest = create(settings, args.archive)
+        except BackupError as exc:
+            print(f"backup failed: {exc}", file=sys.stderr)
+            return 1
         what = "backed up"
     else:
         from api.backup_restore import RestoreError, restore
