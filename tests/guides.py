@@ -28,6 +28,7 @@ WALKTHROUGH = [ROOT / "README.md"] + [
 # Files whose blocks another test runs, as their story needs (a stack, a wiped host).
 OWN_TESTS = {
     DOCS / "operator" / "compose.md": "tests/test_compose_stack.py",
+    DOCS / "operator" / "backup.md": "tests/test_backup_drill.py",
 }
 # One page of each guide (the dirhtml build: a folder per page).
 PAGES = {

@@ -12,7 +12,6 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
-import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -20,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from tests.guides import DOCS, blocks
 from tests.service import (
     PG_ADMIN_URL,
     ROOT,
@@ -31,6 +31,8 @@ from tests.service import (
     wait_for,
 )
 from tests.test_hidden_secrecy import CASES, PLANNER, SLUG, TOML
+
+GUIDE = DOCS / "operator" / "backup.md"  # its sh blocks are the drill's backup and restore
 
 UPLOADED = "secret-upload"
 # Sleeps on each case: still judging when the backup is made, whatever the machine.
@@ -62,9 +64,15 @@ def package(tmp: Path, slug: str) -> Path:
     return root
 
 
-def backup(service: Service, *args: str) -> subprocess.CompletedProcess[str]:
+def guide_step(service: Service, folder: Path, action: str) -> subprocess.CompletedProcess[str]:
+    """The operator's guide's block for `action` (create, restore), as written, from a
+    folder standing for the checkout (its .venv), where backup.tar lands."""
+    (step,) = [b for b in blocks(GUIDE.read_text(), "sh") if f"api.backup {action}" in b]
+    venv = folder / ".venv"
+    if not venv.exists():
+        venv.symlink_to(ROOT / ".venv")
     return subprocess.run(
-        [sys.executable, "-m", "api.backup", *args], cwd=ROOT, env=service.env,
+        ["bash", "-c", "set -euo pipefail\n" + step], cwd=folder, env=service.env,
         capture_output=True, text=True, timeout=300, check=False,
     )  # fmt: skip
 
@@ -123,7 +131,7 @@ def test_backup_while_judging_then_restore_on_a_wiped_host(backend: str, tmp_pat
             assert len(before["red list"]) == len(before["blue list"]) == 2
             assert all("<svg" in v for k, v in before.items() if k.endswith("picture"))
             assert all(before[f"organizer board {slug}"] for slug in (SLUG, UPLOADED))
-            made = backup(service, "create", str(tmp_path / "drill.tar"))
+            made = guide_step(service, tmp_path, "create")
             assert made.returncode == 0, made.stderr[-3000:]
             print(made.stdout.strip())
             sub = service.api("GET", f"/api/v1/submissions/{slow}", tokens["red"]).json()
@@ -131,7 +139,7 @@ def test_backup_while_judging_then_restore_on_a_wiped_host(backend: str, tmp_pat
         finally:
             service.stop(warm=False)  # the host dies mid-judging
         wipe(service, db_url, redis)
-        done = backup(service, "restore", str(tmp_path / "drill.tar"))
+        done = guide_step(service, tmp_path, "restore")
         assert done.returncode == 0, done.stderr[-3000:]
         print(done.stdout.strip())
         again = Service(service.data_dir, service.env | REAPER)
