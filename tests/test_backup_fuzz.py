@@ -1,4 +1,4 @@
-"""The restore reader (api.backup_restore) against damaged and hostile archives: cut
+"""The restore reader (api.backup.restore) against damaged and hostile archives: cut
 short, bytes changed, members named to escape the data directory, links, devices,
 duplicates, a manifest that lies. Each ends in RestoreError (a clear message, never a
 traceback) or, where the damage touched nothing the restore reads, in the exact
@@ -19,8 +19,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from api.backup import create
-from api.backup_restore import RestoreError, restore
+from api.backup.create import create
+from api.backup.restore import RestoreError, restore
 from api.settings import Settings
 from tests.test_backup_restore import fill, rows
 

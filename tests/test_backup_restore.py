@@ -18,8 +18,8 @@ from typing import Any
 import pytest
 from sqlalchemy import create_engine, insert, select, text
 
-from api.backup import create
-from api.backup_restore import RestoreError, restore
+from api.backup.create import create
+from api.backup.restore import RestoreError, restore
 from api.db.models import AuditEntry, Blob, BlobChunk, BoardState, Case, Problem, ProblemVersion
 from api.db.models import Team as TeamRow
 from api.db.session import migrate
@@ -179,7 +179,7 @@ def test_timestamps_keep_their_instant_whatever_the_zone(tmp_path: Path) -> None
 
 def test_a_backup_of_an_older_release_restores_and_upgrades(tmp_path: Path) -> None:
     """Rows of an older schema go into that schema, which then upgrades as any host's."""
-    from api.backup_restore_db import migrate_to
+    from api.backup.restore_db import migrate_to
 
     with target("sqlite", tmp_path, "a") as a, target("sqlite", tmp_path, "b") as b:
         a.data_dir.mkdir()

@@ -1,4 +1,4 @@
-"""The database side of a restore (api.backup_restore): the target must be empty, its
+"""The database side of a restore (api.backup.restore): the target must be empty, its
 schema is made up to the backup's revision, sequences follow the restored ids, and
 blobs move between the two blob stores when the backup's and the host's differ."""
 

@@ -1,32 +1,12 @@
-"""A consistent backup of a running service, and its restore onto an empty host.
-
-    python -m api.backup create backup.tar      # or backup.tar.gz
-    python -m api.backup restore backup.tar
-
-One logical dump for both backends, so a backup of the embedded service restores onto
-PostgreSQL too. What it holds: every table's rows (read from one snapshot: a
-REPEATABLE READ READ ONLY transaction on PostgreSQL, SQLite's online backup of the
-file), then the data directory's files worth keeping (blobs, older plans and
-artifacts, problem packages with their hidden cases, secrets, import uploads). The
-database comes first on purpose: a blob is written before the row that names it
-commits and is never deleted, so every blob a snapshot row names is on disk when the
-files are copied after it. Caches, the embedded broker's queue, scratch and logs stay
-behind: the reaper re-sends a judging the restored service finds unfinished.
-
-The archive (a tar): `tables/NAME.jsonl` (a line of column names, then one JSON list
-per row; api.backup_format keeps every value's exact type), `files/PATH` and last
-`manifest.json` (schema revision, backend, row counts, each member's size and sha256),
-which the restore checks everything against before it writes anything.
-"""
+"""A backup: the database from one snapshot, then the data directory's files worth
+keeping, then the manifest (the package's docstring says why in that order)."""
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
 import os
 import sqlite3
-import sys
 import tarfile
 import tempfile
 import time
@@ -38,8 +18,8 @@ from typing import IO, Any
 
 from sqlalchemy import Connection, MetaData, Table, create_engine, select, text
 
-from api.backup_format import FORMAT, TABLES, encode_row, kept_files
-from api.settings import Settings, get_settings
+from api.backup.format import FORMAT, TABLES, encode_row, kept_files
+from api.settings import Settings
 
 # Rows fetched at a time: a blob chunk is 1 MiB, a row of any other table is small.
 YIELD_ROWS = {"blob_chunks": 8}
@@ -185,42 +165,3 @@ def _add_bytes(tar: tarfile.TarFile, name: str, data: bytes) -> None:
     info = tarfile.TarInfo(name)
     info.size, info.mode, info.mtime = len(data), 0o600, int(time.time())
     tar.addfile(info, io.BytesIO(data))
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m api.backup",
-        description="Back up the service (MEMORACE_* settings) or restore it onto an empty host.",
-    )
-    sub = parser.add_subparsers(dest="command", required=True)
-    sub.add_parser("create", help="back up the running service").add_argument("archive", type=Path)
-    sub.add_parser("restore", help="restore onto an empty host").add_argument("archive", type=Path)
-    args = parser.parse_args(argv)
-    settings = get_settings()
-    started = time.monotonic()
-    if args.command == "create":
-        try:
-            manifest = create(settings, args.archive)
-        except BackupError as exc:
-            print(f"backup failed: {exc}", file=sys.stderr)
-            return 1
-        what = "backed up"
-    else:
-        from api.backup_restore import RestoreError, restore
-
-        try:
-            manifest = restore(settings, args.archive)
-        except RestoreError as exc:
-            print(f"restore refused: {exc}", file=sys.stderr)
-            return 1
-        what = "restored"
-    rows = sum(manifest["tables"].values())
-    size = sum(f["size"] for f in manifest["files"].values())
-    print(f"{what} {rows} rows ({len(manifest['tables'])} tables, revision "
-          f"{manifest['revision']}) and {len(manifest['files'])} files ({size} bytes) "
-          f"in {time.monotonic() - started:.1f} s: {args.archive}")  # fmt: skip
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

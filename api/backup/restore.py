@@ -23,7 +23,7 @@ from typing import IO, Any
 
 from sqlalchemy import Connection, MetaData, Table, create_engine, func, select, text
 
-from api.backup_format import (
+from api.backup.format import (
     FORMAT,
     KEPT,
     MANIFEST,
@@ -32,7 +32,7 @@ from api.backup_format import (
     check_path,
     decode_value,
 )
-from api.backup_restore_db import (
+from api.backup.restore_db import (
     RestoreError,
     copy_blobs_across,
     drop_tables,
