@@ -23,8 +23,8 @@ from api.db.models import (
     aware,
 )
 from api.errors import Conflict, NotFound, ServiceError
-from api.hidden import HIDDEN_DETAILS
 from api.problems import current_version
+from api.reads.hidden import HIDDEN_DETAILS
 
 SIGNUP_MODES = ("closed", "open", "approval")  # api.signup
 MAX_TEAM_SIZE = 100

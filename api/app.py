@@ -20,7 +20,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.middleware.sessions import SessionMiddleware
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from api import heap, logs, message_feed, queue, readcache, workers
+from api import heap, logs, message_feed, queue, workers
 from api.bodylimit import BodyLimit
 from api.broadcast import Broadcaster
 from api.db.session import get_engine, migrate, requests_in_flight, session_scope
@@ -34,6 +34,7 @@ from api.inflight import InFlight
 from api.logs import AccessLog
 from api.metrics import DatabaseCollector, metrics_response
 from api.pathguard import PathGuard
+from api.reads import readcache
 from api.settings import Settings, get_settings
 from judge.errors import InputError
 
@@ -133,7 +134,7 @@ def _no_telemetry() -> dict[str, Any]:
 @asynccontextmanager
 async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
     if app.state.broadcaster.hears_news:
-        app.state.broadcaster.start()  # its news (Redis, the news table) clears api.readcache
+        app.state.broadcaster.start()  # its news (Redis, the news table) clears api.reads.readcache
     message_feed.feed(app).start()  # reads from now: a page's stream starts where it was rendered
     warmed = heap.settle_now_and_after_warmup() if app.state.settings.heap_freeze else None
     yield

@@ -113,7 +113,7 @@ def touch_token(db: Session, token_id: int) -> None:
             or_(ApiToken.last_used_at.is_(None), ApiToken.last_used_at < now - TOUCH_EVERY),
         )
         .values(last_used_at=now)
-        .execution_options(memorace_bookkeeping=True)  # no cache keeps it (api.readcache)
+        .execution_options(memorace_bookkeeping=True)  # no cache keeps it (api.reads.readcache)
     )
 
 
@@ -145,7 +145,7 @@ def revoke_token(db: Session, token_id: int, owner: User | None = None) -> ApiTo
         return None
     row.revoked = True
     db.flush()
-    tokencache.clear()  # this process at once; the others by its news (api.readcache)
+    tokencache.clear()  # this process at once; the others by its news (api.reads.readcache)
     return row
 
 

@@ -3,7 +3,7 @@ through the same pipeline as any submission, and shown as labelled rows on each
 problem's board so that a score means something.
 
 Their submissions belong to the service's own team (`Team.system`), which is never a
-contestant: the board leaves it out of the ranking (api.leaderboard) and shows its
+contestant: the board leaves it out of the ranking (api.reads.leaderboard) and shows its
 submissions here instead. A version's baselines are queued when it is imported and
 judged on the public split; the hidden split only after the reveal (a rejudge queued
 by the reveal). The organizer hides them with the contest's `baselines` switch (also

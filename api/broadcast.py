@@ -29,9 +29,10 @@ import anyio
 from sqlalchemy import func, select
 from sqlalchemy.orm import joinedload
 
-from api import news, readcache, submissions
+from api import news, submissions
 from api.db.models import CaseResultRow, Contest, Judging, Submission, User
 from api.db.session import session_scope
+from api.reads import readcache
 from api.settings import Settings
 
 log = logging.getLogger("memorace.broadcast")

@@ -1,4 +1,4 @@
-"""Who asks, as the hot reads need it (api.readcache): the user's id, team and role
+"""Who asks, as the hot reads need it (api.reads.readcache): the user's id, team and role
 without an ORM row, so that an answer found in a cache needs no database session. The
 row is made (from the token cache, or found by the full check) only when a read must
 compute its answer."""

@@ -112,7 +112,7 @@ async def optional_user(request: Request, db: DB, settings: Config) -> User | No
 
 
 async def optional_caller(request: Request, db: DB, settings: Config) -> Caller | None:
-    """optional_user for the hot reads (api.readcache): from the token cache without an
+    """optional_user for the hot reads (api.reads.readcache): from the token cache without an
     ORM row, so a cached answer needs neither a session nor a worker thread."""
     entry = _fresh_entry(request, db)
     if entry is not None:

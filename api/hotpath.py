@@ -2,7 +2,7 @@
 
 On a contest day most requests are the leaderboard, a team's submission list, the
 problem page and a follow of the team's latest submission (mostly judged by then), and
-most of those are answered from api.readcache; routing, dependency solving and the
+most of those are answered from api.reads.readcache; routing, dependency solving and the
 middlewares cost several times what the cached answer does (measured: the framework
 was the largest part of a cached read's CPU). HotReads answers such a request itself
 when everything it needs is in this process's memory: the token recently checked
@@ -23,15 +23,16 @@ from collections.abc import Hashable
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from api import readcache, tokencache
+from api import tokencache
 from api.auth import is_stale, token_hash
 from api.broadcast import CONTESTANT, ORGANIZER, final_key
 from api.caller import Caller
 from api.events import STREAM_HEADERS, whole_stream
-from api.leaderboard import known_board_at
 from api.numbers import plain_id
 from api.pages.common import CSP, SECURE_HEADERS
 from api.pages.problem import known_page
+from api.reads import readcache
+from api.reads.leaderboard import known_board_at
 from api.routes_v1 import DEFAULT_PAGE, list_key
 
 BOARD_PREFIX = "/api/v1/leaderboard/"

@@ -18,7 +18,7 @@ from api.errors import Forbidden, NotFound, ServiceError, TooMany
 MAX_TEXT = 4000  # characters of a question, an answer or an announcement
 OPEN_PER_TEAM = 20  # unanswered questions a team may have at once
 AUDIENCES = ("team", "all")
-# An export's columns (api.exports); "team" is filled for organizers only.
+# An export's columns (api.reads.exports); "team" is filled for organizers only.
 COLUMNS = ("id", "kind", "team", "problem", "text", "answer", "audience", "created_at",
            "answered_at")  # fmt: skip
 

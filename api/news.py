@@ -122,7 +122,7 @@ def through_table(broker_url: str, database_url: str) -> bool:
     """Whether news goes through the table: no Redis, and a database that commits one
     writer at a time (SQLite), so that ids rise in commit order. PostgreSQL without
     Redis (not a deployment we support) goes without news: kept answers live
-    api.readcache.STALENESS_S there."""
+    api.reads.readcache.STALENESS_S there."""
     return not uses_redis(broker_url) and database_url.startswith("sqlite")
 
 

@@ -11,7 +11,7 @@ from fastapi.responses import FileResponse, JSONResponse, PlainTextResponse, Res
 from pydantic import BaseModel, Field
 from sqlalchemy.orm import Session
 
-from api import contests, events, hidden, message_feed, messages, problems, readcache, submissions
+from api import contests, events, message_feed, messages, problems, submissions
 from api.caller import Caller
 from api.deps import (
     DB,
@@ -24,7 +24,8 @@ from api.deps import (
     Viewer,
 )
 from api.errors import ServiceError
-from api.leaderboard import cached_leaderboard, known_board
+from api.reads import hidden, readcache
+from api.reads.leaderboard import cached_leaderboard, known_board
 from api.uploads import form_schema, read_upload
 from api.workers import QUEUED_NO_WORKER, alive_count
 
@@ -135,7 +136,7 @@ async def list_subs(
 ) -> Response:
     """Newest first, `limit` (at most 200) a page; the next page: `before_id` = the
     last id shown (also sent as X-Next-Before-Id while more may follow). A team's page
-    is kept for its other readers (api.readcache): async, a kept one needs no thread."""
+    is kept for its other readers (api.reads.readcache): async, a kept one needs no thread."""
     size = page_size(limit)
     key, scope = list_key(readcache.database(db), caller, size, before_id)
     page = readcache.get(key) or await run_in_threadpool(
@@ -147,7 +148,7 @@ async def list_subs(
 def list_key(
     database: Any, caller: Caller, size: int, before_id: int | None
 ) -> tuple[tuple, readcache.Scope]:
-    """A submission-list page's key in api.readcache (also api.hotpath's), and its scope."""
+    """A submission-list page's key in api.reads.readcache (also api.hotpath's), and its scope."""
     key = ("submissions", database, caller.team_id, caller.is_admin, size, before_id)
     return key, (readcache.LISTS, readcache.ADMIN if caller.is_admin else caller.team_id)
 
@@ -184,7 +185,7 @@ async def get_leaderboard(
     slug: str, db: DB, viewer: Reader, request: Request, contest: ContestRef = None
 ) -> Response:
     """With an ETag: `If-None-Match` with the last one is 304 until the board changes.
-    async: a board in this process's caches needs no database session (api.readcache)."""
+    async: a board in this process's caches needs no database session (api.reads.readcache)."""
     board = None if contest else known_board(db, slug, viewer)
     board = board or await run_in_threadpool(_board, db, slug, viewer, contest)
     headers = {"ETag": board.etag, "Cache-Control": "private, no-cache"}

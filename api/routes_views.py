@@ -8,9 +8,10 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Query
 from fastapi.responses import Response
 
-from api import compare, contests, exports, hidden, history, messages, problems, submissions
+from api import contests, messages, problems, submissions
 from api.deps import DB, Admin, Config, Contestant, ContestRef, Id, Viewer
 from api.errors import Forbidden
+from api.reads import compare, exports, hidden, history
 from judge.starterkit import starter_kit
 
 router = APIRouter(prefix="/api/v1", tags=["views"])

@@ -27,7 +27,8 @@ from api.db.models import (
     utcnow,
 )
 from api.errors import Forbidden, NotFound, ServiceError, TooMany
-from api.hidden import (
+from api.problems import current_version, version_facts
+from api.reads.hidden import (
     hidden_policy,
     hides_progress,
     judged_before_hidden,
@@ -35,7 +36,6 @@ from api.hidden import (
     result_dict,
     shown_detail,
 )
-from api.problems import current_version, version_facts
 from api.settings import Settings
 from api.uploads import too_large
 from judge.submission import ACCEPTED, SUFFIXES, upload_suffix

@@ -5,7 +5,7 @@ user's and team's rows were three of a leaderboard read's five queries.
 Bounded staleness: what a process keeps is at most TTL_S old, or LIVE_TTL_S while the
 process hears the Redis news (api.news.heard). A revocation, or a change to a user or
 a team (admin flag, team, name), made in this process clears its cache at once; made in
-another API process, it reaches this one with that process's news (api.readcache
+another API process, it reaches this one with that process's news (api.reads.readcache
 publishes it); made in the database by hand, within the TTL. Writes never use the
 cache: a revoked token never writes, and a submission sees the team as it is. Expiry
 is checked on every use (it is in the cached row), so an expired token is refused on

@@ -23,7 +23,7 @@ from types import SimpleNamespace
 import httpx
 import pytest
 
-from api.hidden import JUDGED, WITHHELD, shown_detail
+from api.reads.hidden import JUDGED, WITHHELD, shown_detail
 from tests.service import VENV_BIN, Service, start_service, wait_for
 from tests.test_service_e2e import backends, follow_events
 

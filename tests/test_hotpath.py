@@ -12,7 +12,8 @@ from datetime import UTC, datetime, timedelta
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from api import hotpath, readcache
+from api import hotpath
+from api.reads import readcache
 from tests.test_read_scaling import client, contestant, judge, submit  # noqa: F401
 
 LONG = 60.0

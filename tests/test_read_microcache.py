@@ -1,4 +1,4 @@
-"""api.readcache, the per-process micro-cache of the hot reads (both backends): a change
+"""api.reads.readcache, the per-process micro-cache of the hot reads (both backends): a change
 made behind the process's back shows once STALENESS_S has passed, a commit of this
 process shows at once, a cached answer never crosses a team or a visibility scope, the
 token is checked on every request, and bookkeeping writes (token use) keep the cache.
@@ -19,9 +19,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 from sqlalchemy import text
 
-from api import news, readcache, tokencache
+from api import news, tokencache
 from api.auth import touch_token
 from api.db.session import get_engine, session_scope
+from api.reads import readcache
 from api.settings import get_settings
 from tests.test_read_scaling import client, contestant, judge, submit  # noqa: F401
 
@@ -81,7 +82,7 @@ def test_this_process_s_commits_show_at_once(client, monkeypatch):  # noqa: F811
 def test_an_upload_clears_only_what_it_changed(client, monkeypatch):  # noqa: F811
     """A contestant's upload writes one submission and its judging: it clears that
     team's list (listed at once) and the lists that show queue positions, not the
-    boards nor another team's list (api.written); an organizer's other write clears
+    boards nor another team's list (api.reads.invalidation); an organizer's other write clears
     everything."""
     monkeypatch.setattr(readcache, "STALENESS_S", LONG)
     red, blue = contestant(client, "red", "alice"), contestant(client, "blue", "bob")
@@ -308,13 +309,13 @@ def test_changes_to_who_may_do_what_clear_the_token_caches(client, monkeypatch):
 
 
 def test_what_a_transaction_wrote_becomes_news_that_clears_only_that() -> None:
-    """api.written: one team's submission and its judging are that team's news (the
+    """api.reads.invalidation: one team's submission and its judging are that team's news (the
     queue moved); a judging whose submission the session does not hold, another table,
     or two teams say "everything"; the blobs of an upload say nothing."""
     from sqlalchemy.orm import Session, make_transient_to_detached
 
     from api.db.models import Blob, Judging, Submission, Team
-    from api.written import Written
+    from api.reads.invalidation import Written
 
     session = Session()
     sub = Submission(id=5, team_id=1)

@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 
 from api import queue
 from api.baselines import interleave
-from api.exports import as_csv
+from api.reads.exports import as_csv
 from api.settings import get_settings
 from judge.package import load_cases, load_problem
 from judge.pictures.history import Reference, Series, history_svg

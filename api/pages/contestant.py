@@ -13,7 +13,7 @@ from markdown_it import MarkdownIt
 from markupsafe import Markup
 from sqlalchemy.orm import Session
 
-from api import baselines, compare, contests, finals, history, problems, submissions
+from api import baselines, contests, finals, problems, submissions
 from api.auth import end_session
 from api.blobs import plan_file
 from api.db.models import Submission, User
@@ -28,7 +28,6 @@ from api.deps import (
     session_viewer,
 )
 from api.errors import NotFound, ServiceError
-from api.leaderboard import cached_leaderboard
 from api.login import Result as LoginResult
 from api.login import attempt
 from api.pages.common import (
@@ -46,6 +45,8 @@ from api.pages.common import (
     wants_html,
 )
 from api.pages.problem import known_main, problem_main
+from api.reads import compare, history
+from api.reads.leaderboard import cached_leaderboard
 from api.routes_v1 import BeforeId, check_form_problem, page_size
 from api.settings import Settings
 from api.uploads import Upload, read_upload
@@ -139,7 +140,7 @@ def problem_list(request: Request, db: DB, viewer: Viewer) -> Response:
 
 @router.get("/problems/{slug}")
 async def problem_page(slug: str, request: Request, db: DB, viewer: Reader) -> Response:
-    """async: from api.readcache, the page needs no database session, only its frame."""
+    """async: from api.reads.readcache, the page needs no database session, only its frame."""
     found = None if chose_contest(request) else known_main(db, slug, viewer)
     title, main = found or await run_in_threadpool(_problem_main, request, db, slug, viewer)
     return render(request, "problem.html", viewer, title=title, body=main)

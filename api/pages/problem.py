@@ -1,7 +1,7 @@
 """The problem page's main part (statement and cases), rendered once per process for
 each problem version, set of case weights and viewer class (whether
 hidden cases' figures show; whether the viewer is signed in). A request then costs one
-query (api.db.board.snapshot; none while api.readcache holds it) and the page's frame."""
+query (api.db.board.snapshot; none while api.reads.readcache holds it) and the page's frame."""
 
 from __future__ import annotations
 
@@ -12,12 +12,13 @@ from collections.abc import Hashable
 from markupsafe import Markup
 from sqlalchemy.orm import Session
 
-from api import contests, hidden, problems, readcache
+from api import contests, problems
 from api.caller import Caller
 from api.db import board
 from api.db.models import Contest, ProblemVersion, User
-from api.leaderboard import means_current
 from api.pages.common import _markdown, templates
+from api.reads import hidden, readcache
+from api.reads.leaderboard import means_current
 
 CACHED_PAGES = 256  # per process: problems x versions x 4 viewer classes
 CACHED_FRAMES = 4096  # whole pages (known_page): main parts x the viewers who read them

@@ -3,7 +3,7 @@ the reference planners as dashed horizontal lines, drawn as one SVG with present
 attributes only (no script, no style attribute: the pages' CSP holds), so it reads
 without JavaScript.
 
-Framework-free: the service (api.history) hands over plain series.
+Framework-free: the service (api.reads.history) hands over plain series.
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ processes' boards and every team's list to the database at once, every few secon
 a contest day (measured at 500 clients: the reads' p99 went from ~20 ms without
 uploads to 150-500 ms with one upload every 5 s). So a transaction that wrote only
 submissions and judgings of one team clears what a worker's news of that team clears
-(api.readcache.hear): that team's lists and the organizers', every list that shows a
+(api.reads.readcache.hear): that team's lists and the organizers', every list that shows a
 queue position when a judging was added or changed, the boards when a board moved.
 Anything else it wrote, or more than one team, clears everything, as before.
 """

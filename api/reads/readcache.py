@@ -12,7 +12,7 @@ up. Measured at 500 clients and 20 teams: a team's page lived 0.25 s and was rea
 about 1.5 times in that window. Sooner than that, entries go at once when
 - this process commits a write (any ORM change or DML, except token and web-session
   bookkeeping, the login throttle, worker heartbeats and blobs, which no cached read
-  shows): what it changed (api.written: one team's submissions and judgings clear
+  shows): what it changed (api.reads.invalidation: one team's submissions and judgings clear
   what a worker's news of that team clears; anything else, every entry), so whoever
   wrote sees the write on their next read;
 - Redis brings news (api.news): a write by another API process (install() makes each
@@ -40,9 +40,10 @@ from typing import Any, TypeVar
 from sqlalchemy import event
 from sqlalchemy.orm import ORMExecuteState, Session
 
-from api import flights, news, tokencache
+from api import news, tokencache
 from api.db import board
-from api.written import Written, table_of
+from api.reads import single_flight
+from api.reads.invalidation import Written, table_of
 
 T = TypeVar("T")
 STALENESS_S = float(os.environ.get("MEMORACE_READ_STALENESS_S") or 0.25)
@@ -118,14 +119,14 @@ def cached(key: Hashable, scope: Scope, make: Callable[[], T]) -> T:
 
 def cached_scoped(key: Hashable, make: Callable[[], tuple[T, Scope]]) -> T:
     """cached() where make() says what its value shows: (value, scope). Concurrent
-    misses wait for the first one's value (api.flights) and use it if it was kept (a
+    misses wait for the first one's value (api.reads.single_flight) and use it if it was kept (a
     clear in between would make it older than a write one of them may have made)."""
     found = get(key)
     if found is not None:
         return found  # type: ignore[no-any-return]
-    flight, leader = flights.join(("readcache", key))
+    flight, leader = single_flight.join(("readcache", key))
     if not leader:
-        flight.done.wait(flights.WAIT_S)
+        flight.done.wait(single_flight.WAIT_S)
         found = get(key)
         if found is not None:
             return found  # type: ignore[no-any-return]
@@ -136,7 +137,7 @@ def cached_scoped(key: Hashable, make: Callable[[], tuple[T, Scope]]) -> T:
         return value
     finally:
         if leader:
-            flights.land(("readcache", key), flight)
+            single_flight.land(("readcache", key), flight)
 
 
 def _drop_expired(now: float) -> None:
@@ -270,7 +271,7 @@ def _after_commit(session: Session) -> None:
         tokencache.clear()
     if wrote:
         clear(*_scopes(item))
-    if _publish_to:  # the other processes clear the same (api.readcache.hear)
+    if _publish_to:  # the other processes clear the same (api.reads.readcache.hear)
         news.publish(item, broker_url=_publish_to[0])
 
 

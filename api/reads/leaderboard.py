@@ -8,7 +8,7 @@ the board for contestants (admins see everything).
 A board is computed once per change: each API process keeps it, keyed by the problem
 version, the database's board counter (api.db.board) and the viewer's class, so a
 request costs one query (api.db.board.snapshot) while nothing changes, and none while
-api.readcache holds that snapshot (at most its lifetime()). The ETag is the answer's
+api.reads.readcache holds that snapshot (at most its lifetime()). The ETag is the answer's
 hash: the key's counter would tell a frozen board's reader of every other team's judging.
 """
 
@@ -25,12 +25,13 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session, joinedload
 
-from api import baselines, contests, flights, readcache
+from api import baselines, contests
 from api.caller import Caller
 from api.db import board
 from api.db.models import Contest, Submission, Team, User, aware
-from api.hidden import hidden_visible
 from api.problems import current_version
+from api.reads import readcache, single_flight
+from api.reads.hidden import hidden_visible
 from api.submissions import on_the_board
 
 CACHED_BOARDS = 512  # per process: problems x viewer classes (one per team while frozen)
@@ -50,7 +51,7 @@ Viewer = User | Caller | None  # Caller: the hot reads' (api.caller)
 
 def known_board(db: Session, slug: str, viewer: Viewer) -> Board | None:
     """The current contest's board from this process's caches alone (no I/O:
-    api.readcache holds the snapshot), or None: then cached_leaderboard."""
+    api.reads.readcache holds the snapshot), or None: then cached_leaderboard."""
     return known_board_at(readcache.database(db), slug, viewer)
 
 
@@ -81,7 +82,7 @@ def cached_leaderboard(
 ) -> Board:
     """The board of `contest` (None: the current one) as `viewer` sees it, from this
     process's cache while the database's board counter and the version are unchanged:
-    one query (board.snapshot), none while api.readcache holds the snapshot."""
+    one query (board.snapshot), none while api.reads.readcache holds the snapshot."""
     contest = contest if contest is not None else contests.current(db)
     if contests.started(contest):  # kept only once started, as api.pages.problem's
         state = readcache.snapshot(db, slug, contest=None if contest.is_current else contest.id)
@@ -96,7 +97,7 @@ def cached_leaderboard(
         if found is not None:
             _cache.move_to_end(key)
             return found
-    made = flights.shared(("board", key), lambda: _made(db, slug, viewer, contest))
+    made = single_flight.shared(("board", key), lambda: _made(db, slug, viewer, contest))
     with _lock:
         _cache[key] = made
         while len(_cache) > CACHED_BOARDS:

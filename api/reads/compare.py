@@ -2,7 +2,7 @@
 any team and of the best reference planner (api.baselines) on the same cases, sorted by
 the problem-score points it would gain by matching the better of the two.
 
-Hidden cases only for whoever sees hidden cases whole (api.hidden.hidden_policy):
+Hidden cases only for whoever sees hidden cases whole (api.reads.hidden.hidden_policy):
 before the reveal a contestant's comparison holds the public cases alone. Other teams'
 submissions made after a freeze stay out of a contestant's view, as on the board.
 """
@@ -16,7 +16,7 @@ from sqlalchemy.orm import Session
 
 from api import contests
 from api.db.models import Baseline, CaseResultRow, Judging, Submission, Team, User, aware
-from api.hidden import hidden_policy
+from api.reads.hidden import hidden_policy
 from api.submissions import on_the_board
 
 

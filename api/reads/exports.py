@@ -20,8 +20,8 @@ from sqlalchemy.orm import Session
 
 from api import audit, contests, problems
 from api.db.models import CaseResultRow, Contest, Submission, Team, User, aware
-from api.hidden import WITHHELD, result_dict
-from api.leaderboard import leaderboard
+from api.reads.hidden import WITHHELD, result_dict
+from api.reads.leaderboard import leaderboard
 from api.submissions import policy_for
 
 FORMATS = ("csv", "json")

@@ -18,8 +18,8 @@ from sqlalchemy.orm import Session
 from api import baselines
 from api.db import board
 from api.db.models import Contest, Submission, Team, User, aware, utcnow
-from api.hidden import hidden_visible
 from api.problems import current_version
+from api.reads.hidden import hidden_visible
 from api.submissions import on_the_board
 from judge.pictures.history import Reference, Series, history_svg
 

@@ -1,6 +1,6 @@
-"""api.flights: concurrent misses of the same answer share one computation (a herd
+"""api.reads.single_flight: concurrent misses of the same answer share one computation (a herd
 after a clear asks the database once), a failed or cleared one is not shared, and
-api.readcache and the leaderboard use it. Threads, no timing asserted: the first
+api.reads.readcache and the leaderboard use it. Threads, no timing asserted: the first
 computation waits until every other caller has joined it."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from collections.abc import Callable
 
 import pytest
 
-from api import flights, readcache
+from api.reads import readcache, single_flight
 
 HERD = 8
 
@@ -19,14 +19,14 @@ def _herd(monkeypatch, call: Callable[[Callable[[], str]], str], fail: bool = Fa
     """HERD threads call `call(make)` at once; the first make() waits for the others to
     join its flight. Returns (make's calls, what each thread got or raised)."""
     joined = threading.Semaphore(0)
-    real_join = flights.join
+    real_join = single_flight.join
 
     def counting_join(key):
         found = real_join(key)
         joined.release()
         return found
 
-    monkeypatch.setattr(flights, "join", counting_join)
+    monkeypatch.setattr(single_flight, "join", counting_join)
     calls: list[int] = []
 
     def make() -> str:
@@ -55,13 +55,13 @@ def _herd(monkeypatch, call: Callable[[Callable[[], str]], str], fail: bool = Fa
 
 
 def test_a_herd_computes_once(monkeypatch) -> None:
-    calls, got = _herd(monkeypatch, lambda make: flights.shared("k", make))
+    calls, got = _herd(monkeypatch, lambda make: single_flight.shared("k", make))
     assert calls == 1 and got == ["answer"] * HERD
-    assert flights._flights == {}
+    assert single_flight._flights == {}
 
 
 def test_a_failed_flight_is_not_shared(monkeypatch) -> None:
-    calls, got = _herd(monkeypatch, lambda make: flights.shared("k", make), fail=True)
+    calls, got = _herd(monkeypatch, lambda make: single_flight.shared("k", make), fail=True)
     assert calls == HERD  # the first failed: each other computes its own
     assert sum(isinstance(g, RuntimeError) for g in got) == 1
     assert got.count("answer") == HERD - 1
@@ -96,5 +96,5 @@ def test_a_value_cleared_while_computed_is_not_handed_to_the_herd(monkeypatch) -
 
 @pytest.mark.parametrize("fail", [False, True])
 def test_flights_land_whatever_happens(monkeypatch, fail) -> None:
-    _herd(monkeypatch, lambda make: flights.shared(("board", 1), make), fail=fail)
-    assert flights._flights == {}
+    _herd(monkeypatch, lambda make: single_flight.shared(("board", 1), make), fail=fail)
+    assert single_flight._flights == {}
