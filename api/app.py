@@ -20,9 +20,8 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.middleware.sessions import SessionMiddleware
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from api import heap, logs, message_feed, queue, workers
+from api import heap, logs, queue, workers
 from api.bodylimit import BodyLimit
-from api.broadcast import Broadcaster
 from api.db.session import get_engine, migrate, requests_in_flight, session_scope
 from api.deps import DB, Config, user_or_none
 from api.docs import add_docs
@@ -31,6 +30,8 @@ from api.guide import add_guide
 from api.headers import SecureHeaders, secure
 from api.hotpath import HotReads
 from api.inflight import InFlight
+from api.live import message_feed
+from api.live.broadcast import Broadcaster
 from api.logs import AccessLog
 from api.metrics import DatabaseCollector, metrics_response
 from api.pathguard import PathGuard

@@ -25,9 +25,9 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from api import tokencache
 from api.auth import is_stale, token_hash
-from api.broadcast import CONTESTANT, ORGANIZER, final_key
 from api.caller import Caller
-from api.events import STREAM_HEADERS, whole_stream
+from api.live.broadcast import CONTESTANT, ORGANIZER, final_key
+from api.live.events import STREAM_HEADERS, whole_stream
 from api.numbers import plain_id
 from api.pages.common import CSP, SECURE_HEADERS
 from api.pages.problem import known_page
@@ -39,7 +39,7 @@ BOARD_PREFIX = "/api/v1/leaderboard/"
 LIST_PATH = "/api/v1/submissions"
 PAGE_PREFIX = "/problems/"
 EVENTS_SUFFIX = "/events"
-FOLLOW_HEADERS = [  # as api.events.EventStream sets them (its body is chunked instead)
+FOLLOW_HEADERS = [  # as api.live.events.EventStream sets them (its body is chunked instead)
     (b"content-type", b"text/event-stream; charset=utf-8"),
     *((k.lower().encode(), v.encode()) for k, v in STREAM_HEADERS.items()),
 ]

@@ -11,9 +11,10 @@ from typing import Any
 from sqlalchemy import false, func, or_, select
 from sqlalchemy.orm import Session
 
-from api import audit, contests, news
+from api import audit, contests
 from api.db.models import Contest, Message, Problem, User, utcnow
 from api.errors import Forbidden, NotFound, ServiceError, TooMany
+from api.live import news
 
 MAX_TEXT = 4000  # characters of a question, an answer or an announcement
 OPEN_PER_TEAM = 20  # unanswered questions a team may have at once
@@ -108,7 +109,7 @@ def announce(
 
 
 def _news(db: Session) -> None:
-    """Every API process's open pages hear of it once this commits (api.message_feed)."""
+    """Every API process's open pages hear of it once this commits (api.live.message_feed)."""
     news.after_commit(db, news.News(0, messages=True, origin=news.ORIGIN))
 
 

@@ -11,7 +11,7 @@ from fastapi.responses import FileResponse, JSONResponse, PlainTextResponse, Res
 from pydantic import BaseModel, Field
 from sqlalchemy.orm import Session
 
-from api import contests, events, message_feed, messages, problems, submissions
+from api import contests, messages, problems, submissions
 from api.caller import Caller
 from api.deps import (
     DB,
@@ -24,6 +24,7 @@ from api.deps import (
     Viewer,
 )
 from api.errors import ServiceError
+from api.live import events, message_feed
 from api.reads import hidden, readcache
 from api.reads.leaderboard import cached_leaderboard, known_board
 from api.uploads import form_schema, read_upload

@@ -94,8 +94,8 @@ class Settings:
     login_hash_wait_s: float = field(default_factory=lambda: _float("LOGIN_HASH_WAIT_S", 5.0))
     # A web login lasts this long (server side; logout ends it at once).
     session_ttl_s: float = field(default_factory=lambda: _float("SESSION_TTL_S", 7 * 86400.0))
-    # Live event streams (api.events) open at once, per account and per API process;
-    # one more is refused with 429. A stream costs memory only (api.broadcast feeds them
+    # Live event streams (api.live.events) open at once, per account and per API process;
+    # one more is refused with 429. A stream costs memory only (api.live.broadcast feeds them
     # all); the caps bound that memory and the file descriptors (raise `ulimit -n`).
     event_streams_per_user: int = field(default_factory=lambda: _int("EVENT_STREAMS_PER_USER", 200))
     event_streams_per_process: int = field(

@@ -117,7 +117,7 @@ async def _events(
 
 
 def _note(stream: Stream, name: str, data: str, arrived: float) -> None:
-    if name == "message":  # api.message_feed's: noted as "m<id>"
+    if name == "message":  # api.live.message_feed's: noted as "m<id>"
         key = f"m{json.loads(data)['id']}"
         stream.duplicates += key in stream.cases
         stream.cases.setdefault(key, arrived)

@@ -17,8 +17,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from api import news
-from api.message_feed import MessageFeed
+from api.live import news
+from api.live.message_feed import MessageFeed
 from api.settings import Settings
 from tests.service import VENV_BIN, Service, start_service
 from tests.test_package import make_package
@@ -250,7 +250,7 @@ def test_a_messages_last_event_id_of_any_text_is_read_or_ignored(header: str) ->
 def test_a_messages_event_id_counts_nothing() -> None:
     """Ids are random marks, not counts: a team cannot tell from two ids how many
     changes it was not shown between them; old marks are forgotten."""
-    from api import message_feed
+    from api.live import message_feed
 
     feed = MessageFeed(Settings())
     ids = [feed.event_id(seq) for seq in range(3)]

@@ -29,9 +29,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 from sqlalchemy import create_engine, text
 
-from api import news
-from api.broadcast import READERS
-from api.events import last_event_id
+from api.live import news
+from api.live.broadcast import READERS
+from api.live.events import last_event_id
 from tests.service import (
     VENV_BIN,
     Service,

@@ -29,8 +29,8 @@ import httpx
 from hypothesis import given
 from hypothesis import strategies as st
 
-from api.broadcast import View, Viewer
-from api.fdlimit import FD_RESERVE, plan
+from api.live.broadcast import View, Viewer
+from api.live.fdlimit import FD_RESERVE, plan
 from benchmarks.sse_streams import Stream, _events, _note, follow
 from tests.conftest import ROOT
 from tests.service import small_package, start_service

@@ -1,7 +1,7 @@
 """Live event streams are capped, over real HTTP on both backends.
 
 Each open stream polled the database, so one contestant holding hundreds of them froze
-the API (the leaderboard timed out). Streams are cheap now (api.broadcast), but still
+the API (the leaderboard timed out). Streams are cheap now (api.live.broadcast), but still
 bounded: an account holds at most MEMORACE_EVENT_STREAMS_PER_USER streams (here 8) and
 an API process serves at most MEMORACE_EVENT_STREAMS_PER_PROCESS (here 12); one more
 is 429 with Retry-After, a slot is free again once its client hangs up, and the

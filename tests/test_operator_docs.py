@@ -47,8 +47,8 @@ def defaults(monkeypatch) -> Settings:
 
 
 def test_the_stream_facts_are_the_services():
-    from api.events import STREAM_HEADERS
-    from api.message_feed import STREAM_S
+    from api.live.events import STREAM_HEADERS
+    from api.live.message_feed import STREAM_S
 
     tls = prose("tls.md")
     assert STREAM_HEADERS["X-Accel-Buffering"] == "no" and "`X-Accel-Buffering: no`" in tls

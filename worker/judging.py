@@ -16,12 +16,13 @@ from pathlib import Path
 from sqlalchemy import delete
 from sqlalchemy.orm import Session
 
-from api import finals, news, queue
+from api import finals, queue
 from api.blobs import BlobCorrupt, BlobMissing, blob_store
 from api.blobs.packages import package_root
 from api.db.models import CaseResultRow, CaseRun, Judging, Team, aware, utcnow
 from api.db.session import session_scope
-from api.news import News
+from api.live import news
+from api.live.news import News
 from api.settings import Settings
 from api.submissions import artifact_path
 from judge.buildcache import BuildCache, BuildUnavailable

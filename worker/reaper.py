@@ -19,10 +19,11 @@ from celery.beat import PersistentScheduler
 from sqlalchemy import select
 
 from api import imports as api_imports
-from api import news, queue
+from api import queue
 from api.db.models import Judging, aware, utcnow
 from api.db.session import session_scope
-from api.news import News
+from api.live import news
+from api.live.news import News
 from api.settings import Settings, get_settings
 from worker.results import add_line
 

@@ -189,7 +189,7 @@ def render(
         by_token="authorization" in request.headers,
         nonce=nonce,
         flash=request.session.pop("flash", None) if has_session else None,
-        # Where the page's live messages start (api.message_feed): nothing made after
+        # Where the page's live messages start (api.live.message_feed): nothing made after
         # this render is missed by the stream the page then opens.
         feed_mark=getattr(getattr(request.app.state, "message_feed", None), "mark_now", ""),
     )

@@ -4,7 +4,7 @@ hit needs no database connection, no worker thread and no serialization.
 
 Bounded staleness: an entry is used for at most STALENESS_S (MEMORACE_READ_STALENESS_S,
 default 0.25 s; 0 turns the cache off), or LIVE_S (MEMORACE_READ_LIVE_S, default 5 s)
-while this process hears the Redis news (api.broadcast says when it subscribed and
+while this process hears the Redis news (api.live.broadcast says when it subscribed and
 when it lost the subscription, and each clears everything): then every write of the
 service is cleared by news, and LIVE_S bounds only what reaches the database around
 the service (an operator's SQL) or a message pub/sub lost on a connection that stayed
@@ -15,7 +15,7 @@ about 1.5 times in that window. Sooner than that, entries go at once when
   shows): what it changed (api.reads.invalidation: one team's submissions and judgings clear
   what a worker's news of that team clears; anything else, every entry), so whoever
   wrote sees the write on their next read;
-- Redis brings news (api.news): a write by another API process (install() makes each
+- Redis brings news (api.live.news): a write by another API process (install() makes each
   API process publish one after its writes) clears what it changed; a worker's news says
   which team's submission changed, whether the queue moved and whether the board did,
   and clears only those: that team's list (and the organizers'), every list when the
@@ -40,8 +40,9 @@ from typing import Any, TypeVar
 from sqlalchemy import event
 from sqlalchemy.orm import ORMExecuteState, Session
 
-from api import news, tokencache
+from api import tokencache
 from api.db import board
+from api.live import news
 from api.reads import single_flight
 from api.reads.invalidation import Written, table_of
 
@@ -68,7 +69,7 @@ _clock = [0]  # counts clears; a value computed from the clock at `gen` is kept 
 _cleared: dict[Hashable, int] = {}  # nothing it shows was cleared after gen: by scope,
 _lock = threading.Lock()  # by kind (BOARD, LISTS) and by None (everything)
 _publish_to: list[str] = []  # the broker whose other API processes hear of our writes
-_in_table = [False]  # no Redis: our writes are news rows (api.news), in their transaction
+_in_table = [False]  # no Redis: our writes are news rows (api.live.news), in their transaction
 
 
 def generation() -> int:
@@ -83,7 +84,7 @@ def lifetime() -> float:
 
 
 def hears_news(live: bool) -> None:
-    """api.broadcast: Redis news is heard from now on (True), or no longer (False).
+    """api.live.broadcast: Redis news is heard from now on (True), or no longer (False).
     Either way everything goes (news may have been lost around the change), the
     checked tokens too, which live longer while the news is heard (api.tokencache)."""
     news.heard[0] = live
@@ -163,7 +164,7 @@ def clear(*what: Hashable) -> None:
 
 
 def hear(item: news.News) -> None:
-    """Clears what a piece of news changed (api.broadcast calls it for each); our own
+    """Clears what a piece of news changed (api.live.broadcast calls it for each); our own
     writes' news is no news here: their commit cleared it."""
     if item.origin == news.ORIGIN or item.messages:
         return  # a message's news changes no kept answer (messages are read uncached)

@@ -1,4 +1,4 @@
-"""News of a submission, from the workers to every API process (api.broadcast).
+"""News of a submission, from the workers to every API process (api.live.broadcast).
 
 When Redis is the broker, a worker publishes "submission N changed" on a pub/sub
 channel right after it commits a case result or a status change; each API process's
@@ -33,10 +33,10 @@ QUEUE_FLAG = "q"  # a word of the message: a judging entered or left the queue
 BOARD_FLAG = "b"  # a judging ended: the boards may have changed
 TEAM_MARK = "t"  # "t<id>": the submission's team (what the API's read caches clear)
 AUTH_FLAG = "a"  # a user, team or token changed: the API processes' token caches go
-MESSAGES_FLAG = "m"  # a question, answer or announcement (api.message_feed); clears nothing
+MESSAGES_FLAG = "m"  # a question, answer or announcement (api.live.message_feed); clears nothing
 ORIGIN_MARK = "o"  # "o<hex>": the API process that wrote it (it cleared its own at commit)
 ORIGIN = secrets.token_hex(6)  # this process's
-# Whether this process hears the news now (api.broadcast keeps it): while it does, the
+# Whether this process hears the news now (api.live.broadcast keeps it): while it does, the
 # read caches keep answers longer, since every change of the service clears them.
 heard = [False]
 
@@ -50,7 +50,7 @@ class News(NamedTuple):
     board: bool = False
     auth: bool = False  # who may do what changed (a revocation, a user or team edited)
     origin: str = ""  # the API process that wrote it ("": a worker)
-    messages: bool = False  # the clarifications changed (api.message_feed)
+    messages: bool = False  # the clarifications changed (api.live.message_feed)
 
 
 def uses_redis(broker_url: str) -> bool:

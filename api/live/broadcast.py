@@ -2,7 +2,7 @@
 it, so a stream costs memory, never a database connection or a poll of its own.
 
 News that a submission changed comes from Redis pub/sub when Redis is the broker (the
-workers publish it, api.news), from the news table on the embedded backend (read a few
+workers publish it, api.live.news), from the news table on the embedded backend (read a few
 times a second), and from one shared poll of the database otherwise: one query per
 interval for all the watched submissions at once. While the news comes the poll still
 runs, slowly, to catch what pub/sub lost (a message sent while this process was
@@ -29,9 +29,10 @@ import anyio
 from sqlalchemy import func, select
 from sqlalchemy.orm import joinedload
 
-from api import news, submissions
+from api import submissions
 from api.db.models import CaseResultRow, Contest, Judging, Submission, User
 from api.db.session import session_scope
+from api.live import news
 from api.reads import readcache
 from api.settings import Settings
 
@@ -188,7 +189,7 @@ class Broadcaster:
         self.heard = 0  # news heard so far (first_view)
         self.table_read = 0  # the last news row read (the embedded backend's news)
         self.polls = 0
-        self.on_messages: Any = None  # api.message_feed's, told of news of the messages
+        self.on_messages: Any = None  # api.live.message_feed's, told of news of the messages
 
     @property
     def hears_news(self) -> bool:

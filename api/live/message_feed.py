@@ -3,7 +3,7 @@
 reader may read, the moment it is committed.
 
 One read per change per API process, whatever the number of streams: a change is news
-(api.news's "m" word, by Redis or by the news table), which wakes this process's feed;
+(api.live.news's "m" word, by Redis or by the news table), which wakes this process's feed;
 the feed reads the messages that changed since its last read and hands each open stream
 those its reader may read (api.messages.may_read). Without news it polls a fingerprint
 of the messages every poll interval, so a lost message costs a delay, never an event.
@@ -34,11 +34,11 @@ from fastapi.responses import JSONResponse
 from sqlalchemy import func, select
 
 from api import contests
-from api.broadcast import broadcaster
 from api.caller import Caller
 from api.db.models import Message
 from api.db.session import session_scope
-from api.events import RETRY_AFTER_S, EventStream, stream_slots
+from api.live.broadcast import broadcaster
+from api.live.events import RETRY_AFTER_S, EventStream, stream_slots
 from api.messages import may_read, message_dict
 from api.settings import Settings
 

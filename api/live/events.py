@@ -1,6 +1,6 @@
 """A submission's live events (server-sent events), and how many streams may be open.
 
-Every stream is fed by the API process's broadcaster (api.broadcast): a stream costs
+Every stream is fed by the API process's broadcaster (api.live.broadcast): a stream costs
 memory, never a database connection or a poll. The caps per user and per process
 bound that memory and the open sockets.
 
@@ -20,10 +20,10 @@ from fastapi import Request
 from fastapi.responses import JSONResponse, StreamingResponse
 from starlette.types import Receive, Scope, Send
 
-from api.broadcast import CONTESTANT, ORGANIZER, Broadcaster, View, broadcaster
 from api.caller import Caller
 from api.errors import NotFound
-from api.fdlimit import stream_capacity
+from api.live.broadcast import CONTESTANT, ORGANIZER, Broadcaster, View, broadcaster
+from api.live.fdlimit import stream_capacity
 from api.numbers import plain_id
 from api.settings import Settings
 
