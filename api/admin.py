@@ -10,8 +10,8 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from api import baselines, contests, finals, queue
+from api.access.auth import hash_password, new_token
 from api.audit import record
-from api.auth import hash_password, new_token
 from api.db.models import (
     Contest,
     Judging,
@@ -26,7 +26,7 @@ from api.errors import Conflict, NotFound, ServiceError
 from api.problems import current_version
 from api.reads.hidden import HIDDEN_DETAILS
 
-SIGNUP_MODES = ("closed", "open", "approval")  # api.signup
+SIGNUP_MODES = ("closed", "open", "approval")  # api.access.signup
 MAX_TEAM_SIZE = 100
 
 

@@ -21,20 +21,20 @@ from starlette.middleware.sessions import SessionMiddleware
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from api import heap, logs, queue, workers
-from api.bodylimit import BodyLimit
+from api.access.bodylimit import BodyLimit
+from api.access.deps import DB, Config, user_or_none
+from api.access.headers import SecureHeaders, secure
+from api.access.inflight import InFlight
+from api.access.pathguard import PathGuard
 from api.db.session import get_engine, migrate, requests_in_flight, session_scope
-from api.deps import DB, Config, user_or_none
 from api.docs import add_docs
 from api.errors import ServiceError
 from api.guide import add_guide
-from api.headers import SecureHeaders, secure
 from api.hotpath import HotReads
-from api.inflight import InFlight
 from api.live import message_feed
 from api.live.broadcast import Broadcaster
 from api.logs import AccessLog
 from api.metrics import DatabaseCollector, metrics_response
-from api.pathguard import PathGuard
 from api.reads import readcache
 from api.settings import Settings, get_settings
 from judge.errors import InputError
@@ -85,7 +85,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         same_site="lax",
         https_only=settings.secure_cookies,  # MEMORACE_SECURE_COOKIES=1 behind TLS
         # Signed, and holds only the CSRF token, a flash message and the id of the web
-        # session; who is logged in is decided on the server (api.auth, logout ends it).
+        # session; who is logged in is decided on the server (api.access.auth, logout ends it).
         max_age=int(settings.session_ttl_s),
     )
     app.add_middleware(BodyLimit)  # before FastAPI reads a body, whoever is asking
@@ -175,7 +175,7 @@ def _errors(app: FastAPI) -> None:
     @app.exception_handler(ServiceError)
     async def service_error(request: Request, exc: ServiceError) -> Response:
         answer = _error(request, exc.status, exc.message)
-        if getattr(exc, "retry_after", None):  # busy (503), as api.login.hash_slot says
+        if getattr(exc, "retry_after", None):  # busy (503), as api.access.login.hash_slot says
             answer.headers["Retry-After"] = exc.retry_after  # type: ignore[attr-defined]
         return answer
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from sqlalchemy import select
 
 from api import admin, baselines, problems, shipped
-from api.auth import new_token, token_hash
+from api.access.auth import new_token, token_hash
 from api.db.models import ApiToken, User, aware, utcnow
 from api.db.session import migrate, session_scope
 from api.settings import Settings, get_settings

@@ -26,7 +26,7 @@ HELD = "memorace_contests"  # Session.info: the contest rows a request read (hel
 CURRENT = "memorace_current_contest"  # ... and the current one
 
 
-class Viewer(Protocol):  # a User or an api.caller.Caller
+class Viewer(Protocol):  # a User or an api.access.caller.Caller
     is_admin: bool
     team_id: int | None
 

@@ -2,7 +2,7 @@
 api/guide/ (ignored by git, carried by the wheel), served from the package so that
 no internet is needed. The site's pages run only its own scripts (search), never
 inline ones, under a policy of their own: the default for answers without one
-(api.headers) sandboxes the document, which would stop the search page."""
+(api.access.headers) sandboxes the document, which would stop the search page."""
 
 from __future__ import annotations
 

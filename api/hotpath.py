@@ -6,14 +6,14 @@ most of those are answered from api.reads.readcache; routing, dependency solving
 middlewares cost several times what the cached answer does (measured: the framework
 was the largest part of a cached read's CPU). HotReads answers such a request itself
 when everything it needs is in this process's memory: the token recently checked
-(api.tokencache, the same freshness rule the routes use), the board's snapshot and the
+(api.access.tokencache, the same freshness rule the routes use), the board's snapshot and the
 encoded answer. Anything else goes on to the app unchanged: a cookie (a browser's web
 session), a query string, a token not seen lately or due its last-use stamp, an
 answer not kept. So the answers are byte for byte the routes' own (a page's CSP nonce
 is new each time, as the route's).
 
-It sits outside api.inflight.InFlight: a kept answer holds no database connection;
-and inside api.headers.SecureHeaders: a kept answer gets nosniff and a policy too.
+It sits outside api.access.inflight.InFlight: a kept answer holds no database connection;
+and inside api.access.headers.SecureHeaders: a kept answer gets nosniff and a policy too.
 """
 
 from __future__ import annotations
@@ -23,9 +23,9 @@ from collections.abc import Hashable
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from api import tokencache
-from api.auth import is_stale, token_hash
-from api.caller import Caller
+from api.access import tokencache
+from api.access.auth import is_stale, token_hash
+from api.access.caller import Caller
 from api.live.broadcast import CONTESTANT, ORGANIZER, final_key
 from api.live.events import STREAM_HEADERS, whole_stream
 from api.numbers import plain_id

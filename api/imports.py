@@ -22,12 +22,12 @@ from sqlalchemy.orm import Session
 from starlette.requests import Request
 
 from api import baselines, problems, queue
+from api.access.uploads import Upload, read_upload
 from api.blobs import BlobCorrupt, BlobMissing, blob_store
 from api.db.models import ImportJob, ProblemVersion, User, aware, utcnow
 from api.db.session import session_scope
 from api.errors import NotFound, ServiceError
 from api.settings import Settings, get_settings
-from api.uploads import Upload, read_upload
 
 log = logging.getLogger("memorace.api")
 FINISHED = ("done", "failed")

@@ -14,9 +14,9 @@ from prometheus_client.registry import Collector
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from api.access.deps import user_or_none
 from api.db.models import CaseResultRow, Judging, aware
 from api.db.session import session_scope
-from api.deps import user_or_none
 from api.settings import Settings, get_settings
 from api.workers import all_workers
 from judge.verdict import Verdict

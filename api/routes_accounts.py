@@ -1,4 +1,4 @@
-"""Accounts made by their owners and kept by organizers (api.signup): sign-up, a team's
+"""Accounts made by their owners and kept by organizers (api.access.signup): sign-up, a team's
 invitation code, and the organizers' approve, lock and password reset."""
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ from fastapi import APIRouter, Request
 from fastapi.concurrency import run_in_threadpool
 from pydantic import Field
 
-from api import signup
-from api.deps import DB, Admin, Config, Contestant, client_address
-from api.login import hash_slot
+from api.access import signup
+from api.access.deps import DB, Admin, Config, Contestant, client_address
+from api.access.login import hash_slot
 from api.routes_admin import Body
 
 router = APIRouter(prefix="/api/v1", tags=["accounts"])

@@ -11,11 +11,11 @@ from fastapi.responses import JSONResponse
 from pydantic import AfterValidator, BaseModel, Field, field_validator
 
 from api import admin, audit, baselines, contests, finals, imports, messages, problems, queue
+from api.access.auth import expiry, iso, utc
+from api.access.deps import DB, Admin, Config, ContestRef, Id
+from api.access.uploads import form_schema
 from api.audit import record
-from api.auth import expiry, iso, utc
-from api.deps import DB, Admin, Config, ContestRef, Id
 from api.errors import ServiceError
-from api.uploads import form_schema
 
 router = APIRouter(prefix="/api/v1/admin", tags=["admin"])
 
@@ -53,7 +53,7 @@ class UserIn(Body):
 class TokenIn(Body):
     username: str
     name: str = ""
-    # Optional expiry (api.auth.expiry): in days from now, or a moment.
+    # Optional expiry (api.access.auth.expiry): in days from now, or a moment.
     expires_in_days: float | None = Field(default=None, gt=0, le=3660)
     expires_at: UtcStamp = None
 
@@ -87,7 +87,7 @@ class ContestIn(Body):
     # When hidden cases run: with every submission, or in the final judging (api.finals).
     hidden_judging: Literal["submission", "final"] | None = None
     final_picks: int | None = Field(default=None, ge=1, le=finals.MAX_PICKS)  # a team's picks
-    # Who makes accounts (api.signup) and how many members a team may have.
+    # Who makes accounts (api.access.signup) and how many members a team may have.
     signup: Literal["closed", "open", "approval"] | None = None
     team_size: int | None = Field(default=None, ge=1, le=admin.MAX_TEAM_SIZE)
 

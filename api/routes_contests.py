@@ -10,7 +10,7 @@ from fastapi import APIRouter, Response
 from pydantic import Field
 
 from api import admin, contest_admin, contests
-from api.deps import DB, Admin
+from api.access.deps import DB, Admin
 from api.routes_admin import Body, UtcStamp
 
 router = APIRouter(prefix="/api/v1/admin/contests", tags=["admin"])

@@ -8,7 +8,7 @@ from fastapi import APIRouter
 from pydantic import BaseModel, Field
 
 from api import admin, contests, finals
-from api.deps import DB, Admin, Contestant, ContestRef
+from api.access.deps import DB, Admin, Contestant, ContestRef
 from api.errors import Forbidden
 
 router = APIRouter(prefix="/api/v1", tags=["final judging"])

@@ -8,10 +8,10 @@ from typing import Any
 from fastapi import APIRouter
 from sqlalchemy.orm import Session
 
-from api import auth
+from api.access import auth
+from api.access.deps import DB, Admin, Contestant, Id
 from api.audit import record
 from api.db.models import User
-from api.deps import DB, Admin, Contestant, Id
 from api.errors import NotFound
 
 admin_router = APIRouter(prefix="/api/v1/admin", tags=["admin"])

@@ -12,8 +12,8 @@ from pydantic import BaseModel, Field
 from sqlalchemy.orm import Session
 
 from api import contests, messages, problems, submissions
-from api.caller import Caller
-from api.deps import (
+from api.access.caller import Caller
+from api.access.deps import (
     DB,
     Config,
     Contestant,
@@ -23,11 +23,11 @@ from api.deps import (
     Reader,
     Viewer,
 )
+from api.access.uploads import form_schema, read_upload
 from api.errors import ServiceError
 from api.live import events, message_feed
 from api.reads import hidden, readcache
 from api.reads.leaderboard import cached_leaderboard, known_board
-from api.uploads import form_schema, read_upload
 from api.workers import QUEUED_NO_WORKER, alive_count
 
 router = APIRouter(prefix="/api/v1", tags=["contestants"])
@@ -100,7 +100,7 @@ def _case_dict(case: Any, figures: bool) -> dict[str, Any]:
     return {"name": case.name, "split": case.split, "weight": case.weight, **shown}
 
 
-# The form is read by the route itself (api.uploads), after the token is checked.
+# The form is read by the route itself (api.access.uploads), after the token is checked.
 SUBMISSION_FORM = form_schema(
     "the planner: .py, .cpp, .zip or .tar.gz",
     {"problem": "problem slug", "contest": "a contest's slug or id (absent: yours)"},

@@ -9,7 +9,7 @@ from fastapi import APIRouter, Query
 from fastapi.responses import Response
 
 from api import contests, messages, problems, submissions
-from api.deps import DB, Admin, Config, Contestant, ContestRef, Id, Viewer
+from api.access.deps import DB, Admin, Config, Contestant, ContestRef, Id, Viewer
 from api.errors import Forbidden
 from api.reads import compare, exports, hidden, history
 from judge.starterkit import starter_kit

@@ -72,7 +72,7 @@ class Settings:
     replay: str = field(default_factory=lambda: _env("REPLAY", ""))
     # "auto": cupy on a worker with a CUDA device, else numpy.
     replay_backend: str = field(default_factory=lambda: _env("REPLAY_BACKEND", "auto"))
-    # Password logins (api.login): per account and per client address, this many
+    # Password logins (api.access.login): per account and per client address, this many
     # failures are free, then each waits twice as long as the one before (from
     # BACKOFF_S), and LOCK_AFTER failures lock the key for LOCK_S (temporary, never
     # longer: an attacker cannot lock a victim out for good). Failures older than
@@ -86,7 +86,7 @@ class Settings:
     login_backoff_s: float = field(default_factory=lambda: _float("LOGIN_BACKOFF_S", 1.0))
     login_lock_s: float = field(default_factory=lambda: _float("LOGIN_LOCK_S", 900.0))
     login_window_s: float = field(default_factory=lambda: _float("LOGIN_WINDOW_S", 3600.0))
-    # Accounts one address may make by sign-up in a login window (api.signup).
+    # Accounts one address may make by sign-up in a login window (api.access.signup).
     signups_per_address: int = field(default_factory=lambda: _int("SIGNUPS_PER_ADDRESS", 5))
     # At most this many password hashes at once per API process (argon2 takes 19 MiB
     # each); a login that waits longer than HASH_WAIT_S for a slot gets 503.

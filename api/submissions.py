@@ -15,6 +15,7 @@ from sqlalchemy.orm import Session, aliased
 from sqlalchemy.orm.attributes import set_committed_value
 
 from api import contests, queue
+from api.access.uploads import too_large
 from api.blobs import blob_store
 from api.db.models import (
     CaseResultRow,
@@ -37,7 +38,6 @@ from api.reads.hidden import (
     shown_detail,
 )
 from api.settings import Settings
-from api.uploads import too_large
 from judge.submission import ACCEPTED, SUFFIXES, upload_suffix
 
 log = logging.getLogger("memorace.api")

@@ -1,4 +1,4 @@
-"""Accounts on the command line (api.signup): sign up where the contest allows it, make
+"""Accounts on the command line (api.access.signup): sign up where the contest allows it, make
 a new invitation code for your team; organizers list pending accounts, approve, lock,
 unlock and reset passwords. Passwords are asked for (hidden), or read from
 MEMORACE_PASSWORD, never taken as an argument (it would stay in the shell's history)."""

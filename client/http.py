@@ -125,7 +125,7 @@ class Client:
         return self._json("POST", "/signup", json=body)
 
     def account(self, action: str, username: str = "", **body: Any) -> Any:
-        """An account action (api.signup): "invite" (a new code for your team), "pending",
+        """An account action (api.access.signup): "invite" (a new code for your team), "pending",
         or an organizer's "approve", "lock" or "password" of `username`."""
         if action == "invite":
             return self._json("POST", "/team/invite")

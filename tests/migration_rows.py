@@ -22,7 +22,7 @@ from alembic.config import Config
 from fastapi.testclient import TestClient
 
 from api import contests, queue
-from api.auth import TOKEN_PREFIX
+from api.access.auth import TOKEN_PREFIX
 from api.db.session import MIGRATIONS, session_scope
 from api.settings import get_settings
 

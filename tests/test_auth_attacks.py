@@ -24,10 +24,10 @@ from hypothesis import HealthCheck, example, given
 from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
 
-from api.auth import hash_password
+from api.access.auth import hash_password
+from api.access.login import Result, attempt
 from api.db.models import User
 from api.db.session import migrate, session_scope
-from api.login import Result, attempt
 from api.settings import Settings
 from tests.service import Service, small_package, start_service
 from tests.test_service_e2e import backends

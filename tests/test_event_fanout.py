@@ -5,7 +5,7 @@ measures it (benchmarks/sse_fanout.py) still runs.
   1024 (here 256) stalled its accept loop once the streams used the files up, so every
   request waited, not only streams. It now raises its soft limit toward the hard one,
   and caps its streams below what the limit allows (429 past it, never a stall).
-- Stream requests bypassed the API's bound on requests in flight (api.inflight): a
+- Stream requests bypassed the API's bound on requests in flight (api.access.inflight): a
   burst of them (every browser reconnecting at once) took more pooled connections
   than there are, and requests timed out on the pool after 30 s. A stream now counts
   until its response starts.

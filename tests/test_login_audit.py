@@ -1,4 +1,4 @@
-"""Failed logins in the audit log (api.login, api.audit.tally): a flood of invented user
+"""Failed logins in the audit log (api.access.login, api.audit.tally): a flood of invented user
 names is one `login_failed` entry per client address, with its counts, never an entry
 per name; a name that has no account is never written as a target; and the caller gets
 the same answer for a name that does not exist as for a wrong password. Real HTTP

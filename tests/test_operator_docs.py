@@ -57,8 +57,8 @@ def test_the_stream_facts_are_the_services():
 
 
 def test_the_limits_are_the_services(defaults):
-    from api.bodylimit import DEFAULT_LIMIT_BYTES
-    from api.uploads import OVERHEAD_BYTES
+    from api.access.bodylimit import DEFAULT_LIMIT_BYTES
+    from api.access.uploads import OVERHEAD_BYTES
 
     tls = prose("tls.md")
     assert defaults.sse_keepalive_s == 15 and "keep-alive comment 15 s" in tls
@@ -71,7 +71,7 @@ def test_the_limits_are_the_services(defaults):
 
 
 def test_the_proxies_let_the_largest_uploads_through(defaults):
-    from api.uploads import OVERHEAD_BYTES
+    from api.access.uploads import OVERHEAD_BYTES
 
     submission = defaults.upload_limit_bytes + OVERHEAD_BYTES
     package = defaults.package_limit_bytes + OVERHEAD_BYTES
@@ -117,7 +117,7 @@ OTHERS = {"/api/v1/submissions/12", "/api/v1/submissions", "/admin/problems/tiny
 
 
 def test_the_proxies_match_the_event_and_package_paths(app):
-    from api.bodylimit import UPLOAD_ROUTES
+    from api.access.bodylimit import UPLOAD_ROUTES
 
     assert all(serves(app, "GET", path) for path in EVENTS)
     assert {path for _, path in UPLOAD_ROUTES if path.endswith("/problems")} == PACKAGES

@@ -10,7 +10,7 @@ import re
 
 from sqlalchemy import select, update
 
-from api import tokencache
+from api.access import tokencache
 from api.db.models import ApiToken
 from api.db.session import get_engine, session_scope
 from api.settings import get_settings
@@ -83,7 +83,7 @@ def test_a_revocation_during_a_token_check_is_not_outlived(client, monkeypatch):
     request of this process, or another process whose news came meanwhile) was kept
     after the revocation's clear: then read on for the cache's whole TTL (a minute while
     the Redis news is heard)."""
-    from api import deps
+    from api.access import deps
 
     red = contestant(client, "red", "alice")
     real = deps.check_token

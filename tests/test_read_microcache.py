@@ -19,8 +19,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from sqlalchemy import text
 
-from api import tokencache
-from api.auth import touch_token
+from api.access import tokencache
+from api.access.auth import touch_token
 from api.db.session import get_engine, session_scope
 from api.live import news
 from api.reads import readcache

@@ -1,5 +1,5 @@
 """Every answer carries `X-Content-Type-Options: nosniff` and a Content-Security-Policy
-(api.headers): an SVG and every download or export one that runs nothing and sandboxes
+(api.access.headers): an SVG and every download or export one that runs nothing and sandboxes
 the document. The test walks every GET route of the app (a new route is checked the day
 it is added), as an organizer, a contestant and nobody, and the answers api.hotpath
 keeps; both backends, the in-process app with all its middlewares."""

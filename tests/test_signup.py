@@ -1,4 +1,4 @@
-"""Sign-up (api.signup) over real HTTP on both backends: closed by default; open and
+"""Sign-up (api.access.signup) over real HTTP on both backends: closed by default; open and
 approval modes; teams by invitation code, at most the team size; organizers approve,
 lock (tokens and sessions end) and reset passwords; sign-ups per address are capped;
 any body gets an answer, never a 500."""
@@ -16,7 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from api import signup
+from api.access import signup
 from api.errors import TooMany
 from api.settings import Settings
 from tests import test_pages
@@ -146,7 +146,7 @@ def test_approval_lock_and_password_reset(service: Service) -> None:
 
 
 def test_signups_per_address_are_capped(service: Service) -> None:
-    """api.signup.admit on the service's own database: the third from one address in
+    """api.access.signup.admit on the service's own database: the third from one address in
     the window is refused; another address is not."""
     url = service.env.get("MEMORACE_DATABASE_URL") or f"sqlite:///{service.data_dir}/db.sqlite"
     config = Settings(database_url=url, signups_per_address=2)

@@ -12,7 +12,7 @@ import httpx
 import pytest
 
 from api import baselines
-from api.auth import hash_password, new_token
+from api.access.auth import hash_password, new_token
 from api.db.models import Submission, Team, User
 from api.db.session import session_scope
 from tests.service import Service, small_package, start_service

@@ -30,8 +30,8 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from starlette.requests import Request
 
+from api.access.uploads import Upload, read_upload
 from api.errors import ServiceError
-from api.uploads import Upload, read_upload
 from tests.service import (
     Service,
     postgres_database,

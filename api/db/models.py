@@ -57,7 +57,7 @@ class Team(Base):
     # shown as labelled baselines, never ranked among the contestants.
     system: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
     created_at: Mapped[datetime] = mapped_column(Stamp, default=utcnow)
-    # SHA-256 of the code its members give to join it (api.signup); None: none made.
+    # SHA-256 of the code its members give to join it (api.access.signup); None: none made.
     invite_hash: Mapped[str | None] = mapped_column(String(64))
 
 
@@ -69,7 +69,7 @@ class User(Base):
     team_id: Mapped[int | None] = mapped_column(ForeignKey("teams.id"), index=True)
     is_admin: Mapped[bool] = mapped_column(Boolean, default=False)
     created_at: Mapped[datetime] = mapped_column(Stamp, default=utcnow)
-    # Signed up, waiting for an organizer's approval (api.signup): cannot log in yet.
+    # Signed up, waiting for an organizer's approval (api.access.signup): cannot log in yet.
     pending: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
     locked_at: Mapped[datetime | None] = mapped_column(Stamp)  # locked by an organizer
     team: Mapped[Team | None] = relationship()
@@ -291,7 +291,7 @@ class Contest(Base):
         String(16), default="submission", server_default="submission"
     )
     final_picks: Mapped[int] = mapped_column(Integer, default=1, server_default="1")  # K
-    # Who makes accounts (api.signup): "closed" (organizers), "open" (anyone), "approval"
+    # Who makes accounts (api.access.signup): "closed" (organizers), "open" (anyone), "approval"
     # (anyone; an organizer approves each); and the most members a team may have.
     signup: Mapped[str] = mapped_column(String(16), default="closed", server_default="closed")
     team_size: Mapped[int] = mapped_column(Integer, default=4, server_default="4")

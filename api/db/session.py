@@ -79,7 +79,7 @@ def pool_sizes() -> dict[str, int]:
 
 
 def requests_in_flight() -> int:
-    """How many requests one API process lets in at once (api.inflight): each may hold
+    """How many requests one API process lets in at once (api.access.inflight): each may hold
     two connections, so the pool can never run dry under them."""
     sizes = pool_sizes()
     return max((sizes["pool_size"] + sizes["max_overflow"]) // 2, 1)

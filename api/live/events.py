@@ -20,7 +20,7 @@ from fastapi import Request
 from fastapi.responses import JSONResponse, StreamingResponse
 from starlette.types import Receive, Scope, Send
 
-from api.caller import Caller
+from api.access.caller import Caller
 from api.errors import NotFound
 from api.live.broadcast import CONTESTANT, ORGANIZER, Broadcaster, View, broadcaster
 from api.live.fdlimit import stream_capacity

@@ -34,7 +34,7 @@ from fastapi.responses import JSONResponse
 from sqlalchemy import func, select
 
 from api import contests
-from api.caller import Caller
+from api.access.caller import Caller
 from api.db.models import Message
 from api.db.session import session_scope
 from api.live.broadcast import broadcaster

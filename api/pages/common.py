@@ -21,7 +21,7 @@ from markupsafe import Markup
 from sqlalchemy.orm import Session
 
 from api import contests
-from api.caller import Caller
+from api.access.caller import Caller
 from api.db.models import Contest, User
 from api.errors import Forbidden, NotFound, ServiceError
 from judge.pictures.svg import human_bytes
@@ -54,7 +54,7 @@ def csrf_token(request: Request) -> str:
     return token
 
 
-# Upload forms read their own body (api.uploads: after the login is checked, size-capped)
+# Upload forms read their own body (api.access.uploads: after the login is checked, size-capped)
 # and then call check_csrf; the guard must not read it first.
 UPLOAD_PATHS = frozenset({"/submit", "/admin/problems"})
 # For every page form, whoever parses it first (this guard, or FastAPI for Form(...)).

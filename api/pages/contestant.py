@@ -14,10 +14,8 @@ from markupsafe import Markup
 from sqlalchemy.orm import Session
 
 from api import baselines, contests, finals, problems, submissions
-from api.auth import end_session
-from api.blobs import plan_file
-from api.db.models import Submission, User
-from api.deps import (
+from api.access.auth import end_session
+from api.access.deps import (
     DB,
     SESSION_KEY,
     Config,
@@ -27,9 +25,12 @@ from api.deps import (
     client_address,
     session_viewer,
 )
+from api.access.login import Result as LoginResult
+from api.access.login import attempt
+from api.access.uploads import Upload, read_upload
+from api.blobs import plan_file
+from api.db.models import Submission, User
 from api.errors import NotFound, ServiceError
-from api.login import Result as LoginResult
-from api.login import attempt
 from api.pages.common import (
     CSRF_FIELD,
     UPLOAD_SUFFIXES,
@@ -49,7 +50,6 @@ from api.reads import compare, history
 from api.reads.leaderboard import cached_leaderboard
 from api.routes_v1 import BeforeId, check_form_problem, page_size
 from api.settings import Settings
-from api.uploads import Upload, read_upload
 from api.workers import alive_count
 from judge.errors import InputError
 from judge.starterkit import type_rules
@@ -72,7 +72,7 @@ async def login(
     password: Annotated[str, Form()] = "",
     next: Annotated[str, Form()] = "/",
 ) -> Response:
-    """Async: a login waiting for a password-hash slot holds no thread (api.login)."""
+    """Async: a login waiting for a password-hash slot holds no thread (api.access.login)."""
     address = client_address(request)
     result = await attempt(request.app, settings, username.strip(), password, address)
     if result.user_id is None:

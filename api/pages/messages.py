@@ -12,8 +12,8 @@ from fastapi.responses import Response
 from sqlalchemy.orm import Session
 
 from api import contests, messages, problems
+from api.access.deps import DB, Admin, Contestant
 from api.db.models import Contest, User
-from api.deps import DB, Admin, Contestant
 from api.pages.common import page_contest, render, router
 from api.pages.organizer import _act
 

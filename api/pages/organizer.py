@@ -16,8 +16,8 @@ from sqlalchemy.orm import Session
 
 from api import admin, audit, contests, finals, problems
 from api import baselines as reference
+from api.access.deps import DB, Admin
 from api.db.models import Submission, Team, User
-from api.deps import DB, Admin
 from api.errors import ServiceError
 from api.pages.common import _safe_next, done, log, page_contest, render, router
 from api.routes_admin import reveal_warning

@@ -10,9 +10,10 @@ from fastapi.responses import Response
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from api import admin, auth
+from api import admin
+from api.access import auth
+from api.access.deps import DB, Admin
 from api.db.models import Team, User
-from api.deps import DB, Admin
 from api.errors import ServiceError
 from api.pages.common import render, router
 from api.pages.organizer import _act

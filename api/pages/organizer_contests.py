@@ -13,8 +13,8 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from api import admin, contest_admin, contests
+from api.access.deps import DB, Admin
 from api.db.models import Problem, Team, User
-from api.deps import DB, Admin
 from api.errors import NotFound
 from api.pages.common import render, router
 from api.pages.organizer import _act, _stamp

@@ -11,9 +11,9 @@ from fastapi.responses import Response
 from sqlalchemy.orm import Session
 
 from api import imports, problems, queue
+from api.access.deps import DB, Admin, Config
 from api.audit import record
 from api.db.models import User
-from api.deps import DB, Admin, Config
 from api.errors import ServiceError
 from api.pages.common import CSRF_FIELD, check_csrf, done, log, render, router
 from api.pages.organizer import _act

@@ -13,7 +13,7 @@ from markupsafe import Markup
 from sqlalchemy.orm import Session
 
 from api import contests, problems
-from api.caller import Caller
+from api.access.caller import Caller
 from api.db import board
 from api.db.models import Contest, ProblemVersion, User
 from api.pages.common import _markdown, templates

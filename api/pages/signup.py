@@ -1,4 +1,4 @@
-"""The sign-up page (api.signup): an account of one's own, where the contest allows it;
+"""The sign-up page (api.access.signup): an account of one's own, where the contest allows it;
 and the organizers' approve, lock and password-reset buttons on the accounts page."""
 
 from __future__ import annotations
@@ -12,11 +12,12 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import Response
 from sqlalchemy.orm import Session
 
-from api import contests, signup
+from api import contests
+from api.access import signup
+from api.access.deps import DB, Admin, Config, client_address
+from api.access.login import hash_slot
 from api.db.models import User
-from api.deps import DB, Admin, Config, client_address
 from api.errors import ServiceError
-from api.login import hash_slot
 from api.pages.common import render, router
 from api.pages.organizer import _act
 from api.pages.organizer_accounts import _admin_accounts
@@ -52,7 +53,7 @@ async def signup_form(
     contest: Annotated[str, Form()] = "",
 ) -> Response:
     """The invitation code is in this response only (as a new API token is). The
-    password is hashed in one of the logins' hash slots (api.login.hash_slot)."""
+    password is hashed in one of the logins' hash slots (api.access.login.hash_slot)."""
     contest = contest.strip()[:64]
     async with hash_slot(request.app, settings):
         return await run_in_threadpool(

@@ -26,7 +26,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session, joinedload
 
 from api import baselines, contests
-from api.caller import Caller
+from api.access.caller import Caller
 from api.db import board
 from api.db.models import Contest, Submission, Team, User, aware
 from api.problems import current_version
@@ -46,7 +46,7 @@ class Board:
 
 _cache: OrderedDict[tuple[Hashable, str], Board] = OrderedDict()
 _lock = threading.Lock()
-Viewer = User | Caller | None  # Caller: the hot reads' (api.caller)
+Viewer = User | Caller | None  # Caller: the hot reads' (api.access.caller)
 
 
 def known_board(db: Session, slug: str, viewer: Viewer) -> Board | None:

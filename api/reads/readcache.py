@@ -40,7 +40,7 @@ from typing import Any, TypeVar
 from sqlalchemy import event
 from sqlalchemy.orm import ORMExecuteState, Session
 
-from api import tokencache
+from api.access import tokencache
 from api.db import board
 from api.live import news
 from api.reads import single_flight
@@ -53,7 +53,7 @@ MAX_ENTRIES = 4096  # per process; past it, expired entries go, then everything
 WROTE = "memorace_readcache_wrote"  # in Session.info: what this transaction changed (Written)
 AUTH = "memorace_readcache_auth"  # ... and it changed a user, a team or a token
 NEW_TEAMS = "memorace_readcache_new_teams"  # teams made in this transaction: in no cache
-# What api.tokencache keeps (a team's registrations: the contests its callers see).
+# What api.access.tokencache keeps (a team's registrations: the contests its callers see).
 AUTH_TABLES = frozenset({"users", "teams", "api_tokens", "registrations"})
 BOOKKEEPING = "memorace_bookkeeping"  # an execution option: a write no cached read shows
 
@@ -86,7 +86,7 @@ def lifetime() -> float:
 def hears_news(live: bool) -> None:
     """api.live.broadcast: Redis news is heard from now on (True), or no longer (False).
     Either way everything goes (news may have been lost around the change), the
-    checked tokens too, which live longer while the news is heard (api.tokencache)."""
+    checked tokens too, which live longer while the news is heard (api.access.tokencache)."""
     news.heard[0] = live
     clear()
     tokencache.clear()

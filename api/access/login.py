@@ -39,8 +39,8 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Session
 
+from api.access.auth import blocked, start_session, user_named, verify_password
 from api.audit import record, tally
-from api.auth import blocked, start_session, user_named, verify_password
 from api.db.models import LoginThrottle, User, aware, utcnow
 from api.db.session import session_scope
 from api.errors import ServiceError

@@ -14,14 +14,14 @@ from argon2.exceptions import InvalidHashError, VerificationError
 from sqlalchemy import delete, or_, select, update
 from sqlalchemy.orm import Session, joinedload
 
-from api import tokencache
+from api.access import tokencache
 from api.db.models import ApiToken, User, WebSession, aware, utcnow
 from api.errors import ServiceError
 
 # OWASP's argon2id choice (m = 19 MiB, t = 2, p = 1): about 25 ms and 19 MiB a hash,
 # where argon2-cffi's default (64 MiB, t = 3, p = 4) let 40 parallel logins take the API
 # to 873 MB. Memory per login is what an anonymous flood multiplies; the hash count at
-# once is bounded too (api.login). Older hashes still verify and are renewed at login.
+# once is bounded too (api.access.login). Older hashes still verify and are renewed at login.
 _hasher = PasswordHasher(time_cost=2, memory_cost=19456, parallelism=1)
 _DUMMY_HASH = _hasher.hash("no such user")
 TOKEN_PREFIX = "mr_"

@@ -10,7 +10,7 @@ from typing import NamedTuple
 
 from sqlalchemy.orm import Session
 
-from api import tokencache
+from api.access import tokencache
 from api.db.models import User
 
 

@@ -4,7 +4,7 @@ FastAPI reads a JSON or form body before a route's dependencies say who is askin
 without this, an anonymous 512 MiB JSON body was read whole (and a multipart file part
 spooled to disk) before the 401 or the CSRF refusal. Every request but the upload
 routes (which read their own body after the login check, with their own streaming
-caps: api.uploads) gets at most MEMORACE_BODY_LIMIT_BYTES: a larger Content-Length is
+caps: api.access.uploads) gets at most MEMORACE_BODY_LIMIT_BYTES: a larger Content-Length is
 answered 413 at once, nothing read; a chunked body is counted and cut at the limit.
 """
 
@@ -19,7 +19,7 @@ from fastapi.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 DEFAULT_LIMIT_BYTES = 256 * 1024
-# The routes that stream an upload themselves (api.uploads.read_upload).
+# The routes that stream an upload themselves (api.access.uploads.read_upload).
 UPLOAD_ROUTES = frozenset(
     {
         ("POST", "/api/v1/submissions"),

@@ -16,7 +16,7 @@ from urllib.parse import unquote_to_bytes
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from api.bodylimit import refuse
+from api.access.bodylimit import refuse
 
 MAX_PATH_CHARS = 2048
 MAX_QUERY_BYTES = 8192

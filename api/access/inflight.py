@@ -46,7 +46,7 @@ class InFlight:
         self, scope: Scope, receive: Receive, send: Send, gates: list[asyncio.Semaphore]
     ) -> None:
         """Holds its gates until the response starts (the route's session is closed by
-        then: api.deps commits before the response)."""
+        then: api.access.deps commits before the response)."""
         held: list[asyncio.Semaphore] = []
 
         def let_go() -> None:

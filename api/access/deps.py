@@ -11,9 +11,9 @@ from fastapi import Depends, Path, Query, Request
 from fastapi.concurrency import run_in_threadpool
 from sqlalchemy.orm import Session
 
-from api import tokencache
-from api.auth import check_token, is_stale, session_user, token_hash, touch_token
-from api.caller import Caller
+from api.access import tokencache
+from api.access.auth import check_token, is_stale, session_user, token_hash, touch_token
+from api.access.caller import Caller
 from api.db.models import User, utcnow
 from api.db.session import session_factory, session_scope
 from api.errors import Forbidden, ServiceError
@@ -146,7 +146,7 @@ def user_or_none(request: Request, db: Session, settings: Settings) -> User | No
 
 
 def token_user(db: Session, settings: Settings, token: str, entry: tokencache.Entry | None) -> User:
-    """`entry`: this process's recent check of the token (api.tokencache: at most TTL_S
+    """`entry`: this process's recent check of the token (api.access.tokencache: at most TTL_S
     stale), which only a read may use; a write checks the database."""
     digest = token_hash(token)
     if entry is None:
@@ -214,7 +214,7 @@ async def admin_user(user: Annotated[User, Depends(current_user)]) -> User:
 
 
 # A row id in a path: the id columns are INTEGER (32 bits on PostgreSQL), and a larger
-# number was a 500 there; api.pathguard answers such paths first, this says so in the
+# number was a 500 there; api.access.pathguard answers such paths first, this says so in the
 # schema too.
 Id = Annotated[int, Path(ge=1, le=2**31 - 1)]
 Viewer = Annotated[User | None, Depends(optional_user)]
