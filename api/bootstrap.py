@@ -4,7 +4,7 @@ python -m api.bootstrap [--admin NAME] [--problems DIR ...] [--token-file PATH] 
                         [--hidden-seed-file PATH]
 
 Without --problems: the shipped problems, each with hidden cases made from this
-installation's secret seed (api/shipped.py; MEMORACE_HIDDEN_SEED or --hidden-seed-file
+installation's secret seed (api/actions/shipped.py; MEMORACE_HIDDEN_SEED or --hidden-seed-file
 give one, else the kept or a new random one).
 """
 
@@ -16,8 +16,8 @@ from pathlib import Path
 
 from sqlalchemy import select
 
-from api import admin, baselines, problems, shipped
 from api.access.auth import new_token, token_hash
+from api.actions import admin, baselines, problems, shipped
 from api.db.models import ApiToken, User, aware, utcnow
 from api.db.session import migrate, session_scope
 from api.settings import Settings, get_settings

@@ -10,11 +10,12 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse
 from pydantic import AfterValidator, BaseModel, Field, field_validator
 
-from api import admin, audit, baselines, contests, finals, imports, messages, problems, queue
+from api import queue
 from api.access.auth import expiry, iso, utc
 from api.access.deps import DB, Admin, Config, ContestRef, Id
 from api.access.uploads import form_schema
-from api.audit import record
+from api.actions import admin, audit, baselines, contests, finals, imports, messages, problems
+from api.actions.audit import record
 from api.errors import ServiceError
 
 router = APIRouter(prefix="/api/v1/admin", tags=["admin"])
@@ -80,11 +81,11 @@ class ContestIn(Body):
     end_at: UtcStamp = None
     freeze_at: UtcStamp = None
     hidden_revealed: bool | None = None
-    # What contestants see of a hidden case before the reveal (api.submissions).
+    # What contestants see of a hidden case before the reveal (api.actions.submissions).
     hidden_detail: Literal["verdict", "judged"] | None = None
-    # Whether the reference planners show as baselines on the boards (api.baselines).
+    # Whether the reference planners show as baselines on the boards (api.actions.baselines).
     baselines: bool | None = None
-    # When hidden cases run: with every submission, or in the final judging (api.finals).
+    # When hidden cases run: with every submission, or in the final judging (api.actions.finals).
     hidden_judging: Literal["submission", "final"] | None = None
     final_picks: int | None = Field(default=None, ge=1, le=finals.MAX_PICKS)  # a team's picks
     # Who makes accounts (api.access.signup) and how many members a team may have.

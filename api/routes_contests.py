@@ -1,4 +1,4 @@
-"""The organizers' contests API under /api/v1/admin/contests (api.contests): make a
+"""The organizers' contests API under /api/v1/admin/contests (api.actions.contests): make a
 contest, make one current, put problems in it (following the current version or pinned
 to one) and register teams. Settings of one contest: GET/PUT /admin/contest?contest=."""
 
@@ -9,8 +9,8 @@ from typing import Any
 from fastapi import APIRouter, Response
 from pydantic import Field
 
-from api import admin, contest_admin, contests
 from api.access.deps import DB, Admin
+from api.actions import admin, contest_admin, contests
 from api.routes_admin import Body, UtcStamp
 
 router = APIRouter(prefix="/api/v1/admin/contests", tags=["admin"])

@@ -1,4 +1,4 @@
-"""The final judging over HTTP (api.finals): a team's picks, the organizer's start."""
+"""The final judging over HTTP (api.actions.finals): a team's picks, the organizer's start."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from typing import Any
 from fastapi import APIRouter
 from pydantic import BaseModel, Field
 
-from api import admin, contests, finals
 from api.access.deps import DB, Admin, Contestant, ContestRef
+from api.actions import admin, contests, finals
 from api.errors import Forbidden
 
 router = APIRouter(prefix="/api/v1", tags=["final judging"])

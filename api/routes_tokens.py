@@ -10,7 +10,7 @@ from sqlalchemy.orm import Session
 
 from api.access import auth
 from api.access.deps import DB, Admin, Contestant, Id
-from api.audit import record
+from api.actions.audit import record
 from api.db.models import User
 from api.errors import NotFound
 

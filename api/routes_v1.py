@@ -11,7 +11,6 @@ from fastapi.responses import FileResponse, JSONResponse, PlainTextResponse, Res
 from pydantic import BaseModel, Field
 from sqlalchemy.orm import Session
 
-from api import contests, messages, problems, submissions
 from api.access.caller import Caller
 from api.access.deps import (
     DB,
@@ -24,6 +23,7 @@ from api.access.deps import (
     Viewer,
 )
 from api.access.uploads import form_schema, read_upload
+from api.actions import contests, messages, problems, submissions
 from api.errors import ServiceError
 from api.live import events, message_feed
 from api.reads import hidden, readcache

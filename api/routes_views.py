@@ -8,8 +8,8 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Query
 from fastapi.responses import Response
 
-from api import contests, messages, problems, submissions
 from api.access.deps import DB, Admin, Config, Contestant, ContestRef, Id, Viewer
+from api.actions import contests, messages, problems, submissions
 from api.errors import Forbidden
 from api.reads import compare, exports, hidden, history
 from judge.starterkit import starter_kit

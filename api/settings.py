@@ -122,7 +122,7 @@ class Settings:
     # ones find the work done). -1: one per case beyond the first; 0: one slot per judging.
     case_helpers: int = field(default_factory=lambda: _int("CASE_HELPERS", -1))
     # Judge the reference planners as baselines when a problem version is imported
-    # (api.baselines); "0": never (the organizer's contest switch only hides them).
+    # (api.actions.baselines); "0": never (the organizer's contest switch only hides them).
     baselines: bool = field(default_factory=lambda: _env("BASELINES", "1") != "0")
     # Pace hidden cases to their time budget (worker.pacing); "0" only where nobody
     # could read the timing (a test's service, a private rehearsal), never in a contest.

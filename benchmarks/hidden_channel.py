@@ -9,7 +9,7 @@ a few dozen trials overstate it), for each mode:
 
   unpaced  hidden cases at submission time, hidden_detail "judged", no pacing (before)
   paced    the same with worker.pacing (the default)
-  final    hidden cases only in the final judging (api.finals)
+  final    hidden cases only in the final judging (api.actions.finals)
   verdicts-verdict, verdicts-judged   the verdict channel: the planner chooses each
            hidden case's verdict, the contestant reads the verdicts shown
 

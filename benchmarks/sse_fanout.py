@@ -9,7 +9,7 @@ For every case event on every stream it measures the delivery delay: arrival min
 the database commit of the case (the case_results row's created_at, stamped in the
 worker's transaction just before it commits, on the same clock, so the delay is an
 upper bound). Contestants get a hidden case, and any public case judged after one, only
-when the judging ends (api.submissions): those count from the judging's finished_at.
+when the judging ends (api.actions.submissions): those count from the judging's finished_at.
 A few streams (--stuck) never read: the others must not notice them.
 
 Prints streams opened, events expected vs received, delay p50/p99/max, the p99 of a

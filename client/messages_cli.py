@@ -1,4 +1,4 @@
-"""Clarifications and announcements on the command line (api.messages): a team asks the
+"""Clarifications and announcements on the command line (api.actions.messages): a team asks the
 jury and reads the answers and announcements; an organizer lists every question,
 answers one (to the asking team or to everyone) and announces."""
 

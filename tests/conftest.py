@@ -16,7 +16,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 SHARED_DATA = Path(os.environ.get("MEMORACE_SHARED_DATA", ROOT.parent / "shared" / "data"))
 IN_CI = os.environ.get("CI") == "true"
-# In-process services judge no baselines (api.baselines) unless a test asks: they would
+# In-process services judge no baselines (api.actions.baselines) unless a test asks: they would
 # add the system team's submissions to every test's counts. tests.service does the same.
 os.environ.setdefault("MEMORACE_BASELINES", "0")
 # In-process apps (TestClient) would freeze this test process's heap at each startup;
@@ -69,13 +69,13 @@ def compiled(source: Path, defines: tuple[str, ...] = ()) -> Path:
 
 
 # The shipped problems' hidden splits are made per installation from a secret seed
-# (api/shipped.py); the tests make theirs from this fixed one.
+# (api/actions/shipped.py); the tests make theirs from this fixed one.
 TEST_HIDDEN_SEED = "7e57" * 16
 
 
 @functools.cache
 def _shipped_packages() -> Path:
-    from api.shipped import run_generators
+    from api.actions.shipped import run_generators
 
     out = Path(tempfile.mkdtemp(prefix="memorace-test-problems-"))
     atexit.register(_remove_quietly, out)

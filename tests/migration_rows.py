@@ -21,8 +21,9 @@ import sqlalchemy as sa
 from alembic.config import Config
 from fastapi.testclient import TestClient
 
-from api import contests, queue
+from api import queue
 from api.access.auth import TOKEN_PREFIX
+from api.actions import contests
 from api.db.session import MIGRATIONS, session_scope
 from api.settings import get_settings
 
@@ -143,7 +144,7 @@ def fill(f: Filler, with_contest: bool) -> dict[str, int]:
     the baselines' team, from 0007 on), an organizer, problems with versions and cases,
     judged submissions, tokens, audit entries, a message (from 0012 on). Returns the
     teams' ids by name."""
-    if with_contest:  # as api.admin.contest made it: id 1, then the organizers' settings
+    if with_contest:  # as api.actions.admin.contest made it: id 1, then the organizers' settings
         end = T0 + timedelta(days=2)
         f.add("contest", id=1, title="Winter race", start_at=T0, end_at=end,
               hidden_revealed=True, hidden_detail="judged")  # fmt: skip

@@ -120,7 +120,7 @@ def _zip(root: Path) -> bytes:
 
 def import_package(client: TestClient, content: bytes, name: str = "tiny.zip") -> dict:
     """POST the package (202 and a job), run the job as a worker would, its final state."""
-    from api.imports import run_job
+    from api.actions.imports import run_job
 
     reply = client.post("/api/v1/admin/problems", files={"file": (name, content)})
     assert reply.status_code == 202, reply.text

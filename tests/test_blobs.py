@@ -17,6 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sqlalchemy import update
 
+from api.actions.problems import import_package, package_of
 from api.blobs import CHUNK_BYTES, BlobCorrupt, BlobMissing, BlobStore, blob_store
 from api.blobs.cache import BlobCache
 from api.blobs.database import DatabaseBlobs
@@ -24,7 +25,6 @@ from api.blobs.local import LocalBlobs
 from api.blobs.packages import _unpack, put_package
 from api.db.models import BlobChunk, ProblemVersion
 from api.db.session import migrate, session_scope
-from api.problems import import_package, package_of
 from api.settings import Settings
 from tests.service import postgres_database, small_package
 

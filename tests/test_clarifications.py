@@ -1,4 +1,4 @@
-"""Clarifications and announcements (api.messages) over real HTTP and the CLI, on both
+"""Clarifications and announcements (api.actions.messages) over real HTTP and the CLI, on both
 backends: a team's question is its own until the jury answers it to everyone; then
 every team sees the question and the answer, never who asked. Announcements reach
 every team. Bad input gets a clear refusal; everything lands in the audit log."""

@@ -1,4 +1,4 @@
-"""Each installation's own hidden cases of the shipped problems (api/shipped.py,
+"""Each installation's own hidden cases of the shipped problems (api/actions/shipped.py,
 problems/_lib/hidden.py): made from a secret seed by the bootstrap `make run` runs,
 different between installations and from every file of the repository, the same bytes
 again on a second bootstrap; a given seed is kept, a conflicting or malformed one refused
@@ -45,8 +45,8 @@ def bootstrap(data: Path, *args: str, db_url: str | None = None, seed: str | Non
 def imported_hidden(data: Path, db_url: str | None = None) -> dict[str, str]:
     """{slug/case: sha256} of every hidden case of every problem's current version, read
     from the package the service stores (the blob store), as the workers do."""
+    from api.actions.problems import all_current, package_of
     from api.db.session import session_scope
-    from api.problems import all_current, package_of
 
     config = Settings(data_dir=data, database_url=db_url or f"sqlite:///{data}/db.sqlite")
     found = {}

@@ -1,8 +1,9 @@
-"""Failed logins in the audit log (api.access.login, api.audit.tally): a flood of invented user
-names is one `login_failed` entry per client address, with its counts, never an entry
-per name; a name that has no account is never written as a target; and the caller gets
-the same answer for a name that does not exist as for a wrong password. Real HTTP
-against the real service on both backends, logins from several threads at once."""
+"""Failed logins in the audit log (api.access.login, api.actions.audit.tally): a flood
+of invented user names is one `login_failed` entry per client address, with its counts,
+never an entry per name; a name that has no account is never written as a target; and
+the caller gets the same answer for a name that does not exist as for a wrong password.
+Real HTTP against the real service on both backends, logins from several threads at
+once."""
 
 from __future__ import annotations
 

@@ -12,7 +12,7 @@ import pytest
 import sqlalchemy as sa
 from alembic import command
 
-from api import contests
+from api.actions import contests
 from api.db.session import migrate, session_scope
 from tests.migration_rows import (
     Filler,

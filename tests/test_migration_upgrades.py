@@ -30,9 +30,9 @@ from alembic import command
 from alembic.script import ScriptDirectory
 from fastapi.testclient import TestClient
 
+from api.actions.problems import package_digest
 from api.blobs import plan_file
 from api.db.session import migrate
-from api.problems import package_digest
 from api.settings import get_settings
 from judge.package import load_problem
 from tests.migration_rows import (

@@ -149,7 +149,8 @@ def test_compose_and_the_image_pass_the_proxy_settings():
 
 
 def test_the_secrets_are_where_the_guide_says(defaults):
-    from api import app, shipped
+    from api import app
+    from api.actions import shipped
 
     tls = prose("tls.md")
     assert shipped.seed_path(defaults) == defaults.data_dir / "secrets" / "hidden-seed"

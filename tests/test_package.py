@@ -170,10 +170,10 @@ def test_cli_reports_a_bad_package_without_traceback(tmp_path):
 
 
 def test_package_root_ignores_macos_junk_like_submissions_do(tmp_path):
-    """api.problems._package_root and judge.submission._find_root share one rule
+    """api.actions.problems._package_root and judge.submission._find_root share one rule
     (judge.archive.find_root): the single top-level folder, junk left aside."""
+    from api.actions.problems import _package_root
     from api.errors import ServiceError
-    from api.problems import _package_root
 
     make_package(tmp_path)
     (tmp_path / "__MACOSX" / "tiny").mkdir(parents=True)

@@ -15,11 +15,12 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
-from api import admin, queue
+from api import queue
+from api.actions import admin
+from api.actions.imports import run_job
 from api.app import create_app
 from api.bootstrap import bootstrap
 from api.db.session import session_scope
-from api.imports import run_job
 from api.settings import Settings, get_settings
 from tests.test_package import make_package
 from worker.judging import run_judging
@@ -175,7 +176,7 @@ def test_error_pages_are_html_for_browsers_json_for_api(service: Service) -> Non
 def test_a_crash_is_an_html_page_without_details(
     service: Service, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from api import problems
+    from api.actions import problems
 
     def crash(db):
         raise RuntimeError("secret detail")

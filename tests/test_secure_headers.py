@@ -12,7 +12,8 @@ from collections.abc import Iterator
 import httpx
 from fastapi.testclient import TestClient
 
-from api import hotpath, problems
+from api import hotpath
+from api.actions import problems
 from api.reads import readcache
 from tests.test_api_hostile_input import ENDLESS
 from tests.test_read_scaling import client, contestant, judge, submit  # noqa: F401

@@ -1,4 +1,4 @@
-"""The baselines' system team (api.baselines) takes no users and no tokens: an organizer
+"""The baselines' system team (api.actions.baselines) takes no users and no tokens: an organizer
 cannot put a contestant in it or give one of its users a token, through the API or the
 pages, nor take its reserved names; and a user put in it by hand (in the database)
 cannot submit. Real HTTP against the real service, both backends."""
@@ -11,8 +11,8 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from api import baselines
 from api.access.auth import hash_password, new_token
+from api.actions import baselines
 from api.db.models import Submission, Team, User
 from api.db.session import session_scope
 from tests.service import Service, small_package, start_service

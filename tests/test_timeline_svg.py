@@ -19,7 +19,8 @@ import numpy as np
 import pytest
 from fastapi.testclient import TestClient
 
-from api import admin, queue
+from api import queue
+from api.actions import admin
 from api.app import create_app
 from api.bootstrap import bootstrap
 from api.db.session import session_scope

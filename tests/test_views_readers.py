@@ -22,7 +22,7 @@ from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
 
 from api import queue
-from api.baselines import interleave
+from api.actions.baselines import interleave
 from api.reads.exports import as_csv
 from api.settings import get_settings
 from judge.package import load_cases, load_problem

@@ -13,7 +13,7 @@ import resource
 import subprocess
 import sys
 
-from api import imports
+from api.actions import imports
 from api.settings import ROOT, Settings
 
 log = logging.getLogger("memorace.worker")
@@ -33,7 +33,7 @@ def run(settings: Settings, job_id: int) -> str:
     env["TMPDIR"] = str(imports.job_folder(settings, job_id))
     try:
         child = subprocess.run(
-            [sys.executable, "-m", "api.imports", str(job_id)],
+            [sys.executable, "-m", "api.actions.imports", str(job_id)],
             cwd=ROOT,
             env=env,
             preexec_fn=limit,

@@ -16,7 +16,9 @@ from pathlib import Path
 from sqlalchemy import delete
 from sqlalchemy.orm import Session
 
-from api import finals, queue
+from api import queue
+from api.actions import finals
+from api.actions.submissions import artifact_path
 from api.blobs import BlobCorrupt, BlobMissing, blob_store
 from api.blobs.packages import package_root
 from api.db.models import CaseResultRow, CaseRun, Judging, Team, aware, utcnow
@@ -24,7 +26,6 @@ from api.db.session import session_scope
 from api.live import news
 from api.live.news import News
 from api.settings import Settings
-from api.submissions import artifact_path
 from judge.buildcache import BuildCache, BuildUnavailable
 from judge.package import load_problem
 from judge.pipeline import BUILD_TIMEOUT_S, JudgeReport, judge_planner
@@ -259,7 +260,7 @@ class Claim:
     filename: str
     weights: dict[str, float]
     split: str = "all"  # "public" for a baseline before the reveal, or a contest whose
-    # hidden cases run only in the final judging (api.finals)
+    # hidden cases run only in the final judging (api.actions.finals)
     paced: bool = False  # hidden cases held to their budget (worker.pacing)
     team: str = "team-0"  # the submission's team: its builds are kept apart
     priority: int = 0  # the judging's queue priority: its helpers get the same

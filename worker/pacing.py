@@ -11,7 +11,7 @@ time whatever the planner does, unless verification alone overruns the allowance
 (logged: that judging's end then carries some time).
 
 The price is worker time: a submission holds its worker for every hidden case's full
-budget. Contests that mind it judge hidden cases only at the end (api.finals).
+budget. Contests that mind it judge hidden cases only at the end (api.actions.finals).
 """
 
 from __future__ import annotations

@@ -18,8 +18,8 @@ from typing import Any
 from celery.beat import PersistentScheduler
 from sqlalchemy import select
 
-from api import imports as api_imports
 from api import queue
+from api.actions import imports as api_imports
 from api.db.models import Judging, aware, utcnow
 from api.db.session import session_scope
 from api.live import news

@@ -46,7 +46,7 @@ class Caller:
 
     def sees_current(self, current: int) -> bool:
         """Whether a request naming no contest means the current one (`current`) for this
-        caller, known without I/O (api.contests.resolve's rule); False: ask the route."""
+        caller, known without I/O (api.actions.contests.resolve's rule); False: ask the route."""
         if self.is_admin or self.team_id is None:
             return True
         return self.contests is not None and current in self.contests

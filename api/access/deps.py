@@ -222,5 +222,5 @@ Contestant = Annotated[User, Depends(current_user)]
 Admin = Annotated[User, Depends(admin_user)]
 Reader = Annotated[Caller | None, Depends(optional_caller)]  # the hot reads' Viewer
 ContestantReader = Annotated[Caller, Depends(current_caller)]
-# Which contest (api.contests): its slug or id; absent: the caller's default.
+# Which contest (api.actions.contests): its slug or id; absent: the caller's default.
 ContestRef = Annotated[str | None, Query(max_length=64, description="a contest's slug or id")]

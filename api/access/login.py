@@ -40,7 +40,7 @@ from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Session
 
 from api.access.auth import blocked, start_session, user_named, verify_password
-from api.audit import record, tally
+from api.actions.audit import record, tally
 from api.db.models import LoginThrottle, User, aware, utcnow
 from api.db.session import session_scope
 from api.errors import ServiceError

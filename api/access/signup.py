@@ -21,10 +21,10 @@ from sqlalchemy import func, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from api import admin, contests
 from api.access.auth import hash_password, revoke_access, token_hash, user_named
 from api.access.login import KEY_LENGTH, count_attempt
-from api.audit import record
+from api.actions import admin, contests
+from api.actions.audit import record
 from api.db.models import Contest, Team, User, utcnow
 from api.db.session import session_scope
 from api.errors import Conflict, Forbidden, NotFound, ServiceError, TooMany

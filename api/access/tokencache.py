@@ -25,7 +25,7 @@ from sqlalchemy import inspect
 from sqlalchemy.orm import Session, make_transient_to_detached
 from sqlalchemy.orm.attributes import set_committed_value
 
-from api import contests
+from api.actions import contests
 from api.db.models import ApiToken, Team, User, aware, utcnow
 from api.live import news
 

@@ -53,7 +53,7 @@ class Team(Base):
     id: Mapped[int] = mapped_column(primary_key=True)
     name: Mapped[str] = mapped_column(String(100), unique=True)
     disqualified: Mapped[bool] = mapped_column(Boolean, default=False)
-    # The service's own team (api.baselines): its submissions are the reference planners,
+    # The service's own team (api.actions.baselines): its submissions are the reference planners,
     # shown as labelled baselines, never ranked among the contestants.
     system: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
     created_at: Mapped[datetime] = mapped_column(Stamp, default=utcnow)
@@ -176,7 +176,7 @@ class Submission(Base):
     public_score: Mapped[float | None] = mapped_column(Float)
     hidden_score: Mapped[float | None] = mapped_column(Float)
     current_judging_id: Mapped[int | None] = mapped_column(Integer)  # the latest final one
-    # Chosen by its team for the final judging (api.finals; contests that judge hidden
+    # Chosen by its team for the final judging (api.actions.finals; contests that judge hidden
     # cases only at the end).
     final_pick: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
     # The contest it was made in (its board, window, reveal); None: a baseline's, shared
@@ -194,10 +194,10 @@ class Judging(Base):
     __tablename__ = "judgings"
     id: Mapped[int] = mapped_column(primary_key=True)
     submission_id: Mapped[int] = mapped_column(ForeignKey("submissions.id"), index=True)
-    # judge | rejudge | rescore | final (the hidden cases at the end: api.finals)
+    # judge | rejudge | rescore | final (the hidden cases at the end: api.actions.finals)
     kind: Mapped[str] = mapped_column(String(16), default="judge")
     # The cases it runs: "all", or "public" (a baseline before the reveal; a contest whose
-    # hidden cases wait for the final judging: api.finals). Set when a worker takes it.
+    # hidden cases wait for the final judging: api.actions.finals). Set when a worker takes it.
     split: Mapped[str] = mapped_column(String(8), default="all", server_default="all")
     # queued | running | final | failed | superseded
     status: Mapped[str] = mapped_column(String(16), default="queued", index=True)
@@ -265,7 +265,7 @@ class CaseResultRow(Base):
 
 
 class Contest(Base):
-    """A contest (api.contests): its window, freeze, hidden-case settings, sign-up; its
+    """A contest (api.actions.contests): its window, freeze, hidden-case settings, sign-up; its
     problems (ContestProblem) and teams (Registration). Id 1 is the first, made by the
     migration that brought several; one is the installation's current contest, the one
     a request that names none means."""
@@ -282,9 +282,9 @@ class Contest(Base):
     # What contestants see of a hidden case before reveal: "verdict" (its verdict
     # only) or "judged" (only that it was judged).
     hidden_detail: Mapped[str] = mapped_column(String(16), default="verdict")
-    # Whether the reference planners show as baselines on the boards (api.baselines).
+    # Whether the reference planners show as baselines on the boards (api.actions.baselines).
     baselines: Mapped[bool] = mapped_column(Boolean, default=True, server_default=true())
-    # When hidden cases run (api.finals): "submission" (with every judging, their end
+    # When hidden cases run (api.actions.finals): "submission" (with every judging, their end
     # paced so that it carries no planner-controlled time) or "final" (only in the
     # final judging of each team's picks, started by an organizer at the end).
     hidden_judging: Mapped[str] = mapped_column(
@@ -324,7 +324,7 @@ class Registration(Base):
 
 
 class Baseline(Base):
-    """A reference planner judged as a baseline on a problem version (api.baselines)."""
+    """A reference planner judged as a baseline on a problem version (api.actions.baselines)."""
 
     __tablename__ = "baselines"
     __table_args__ = (UniqueConstraint("version_id", "name"),)
@@ -366,7 +366,7 @@ class AuditEntry(Base):
 
 class Message(Base):
     """A clarification (a team's question, the jury's answer to that team or to all) or
-    an announcement (the jury's, to everyone): api.messages. `contest_id` is the
+    an announcement (the jury's, to everyone): api.actions.messages. `contest_id` is the
     contest's (one today: 1)."""
 
     __tablename__ = "messages"

@@ -9,7 +9,7 @@ runs, slowly, to catch what pub/sub lost (a message sent while this process was
 reconnecting); while it does not, the poll runs at full speed.
 
 On news, the submission is read once per visibility class (organizers see every case;
-contestants see what api.submissions lets them, the same for every contestant), and
+contestants see what api.actions.submissions lets them, the same for every contestant), and
 that view, with its events already serialized, is offered to every viewer of the
 class. A viewer keeps only the newest view: it says everything the older ones said,
 so a slow client never makes memory grow.
@@ -29,7 +29,7 @@ import anyio
 from sqlalchemy import func, select
 from sqlalchemy.orm import joinedload
 
-from api import submissions
+from api.actions import submissions
 from api.db.models import CaseResultRow, Contest, Judging, Submission, User
 from api.db.session import session_scope
 from api.live import news

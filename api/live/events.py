@@ -151,7 +151,7 @@ async def _events(
 ) -> AsyncIterator[str]:
     """`status` on each change, `case` per new result, `end` when done. What a
     contestant may not see yet (hidden cases while judged) is not in the view
-    (api.submissions), so it is not in the events either."""
+    (api.actions.submissions), so it is not in the events either."""
     sent = dict([resume]) if resume else {}  # judging id -> the last case seq sent
     last_status = ""
     clock = asyncio.get_running_loop().time

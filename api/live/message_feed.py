@@ -5,7 +5,7 @@ reader may read, the moment it is committed.
 One read per change per API process, whatever the number of streams: a change is news
 (api.live.news's "m" word, by Redis or by the news table), which wakes this process's feed;
 the feed reads the messages that changed since its last read and hands each open stream
-those its reader may read (api.messages.may_read). Without news it polls a fingerprint
+those its reader may read (api.actions.messages.may_read). Without news it polls a fingerprint
 of the messages every poll interval, so a lost message costs a delay, never an event.
 
 A stream's events carry ids "<feed>:<mark>" (this process's feed and a random mark of
@@ -33,13 +33,13 @@ from fastapi import Request
 from fastapi.responses import JSONResponse
 from sqlalchemy import func, select
 
-from api import contests
 from api.access.caller import Caller
+from api.actions import contests
+from api.actions.messages import may_read, message_dict
 from api.db.models import Message
 from api.db.session import session_scope
 from api.live.broadcast import broadcaster
 from api.live.events import RETRY_AFTER_S, EventStream, stream_slots
-from api.messages import may_read, message_dict
 from api.settings import Settings
 
 log = logging.getLogger("memorace.messages")
@@ -244,7 +244,7 @@ async def open_stream(request: Request, settings: Settings, user: Caller) -> Any
 
 
 def _heard(settings: Settings, user: Caller) -> frozenset[int]:
-    """The contests a contestant's stream hears: its team's (api.contests.resolve's
+    """The contests a contestant's stream hears: its team's (api.actions.contests.resolve's
     default for an account without a team: the current one)."""
     with session_scope(settings.database_url) as db:
         if user.team_id is None:

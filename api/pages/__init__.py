@@ -1,7 +1,7 @@
 """Server-rendered web pages (Jinja2): what contestants and organizers see in a browser.
 
-Pages call the same service functions as the JSON API (api.submissions, api.admin,
-api.problems, ...), so both always agree. Every POST form carries a CSRF token
+Pages call the same service functions as the JSON API (api.actions.submissions, api.actions.admin,
+api.actions.problems, ...), so both always agree. Every POST form carries a CSRF token
 (checked for the whole router by `csrf_guard`). Errors reach browsers as HTML pages
 through `error_page`; a page that needs a login sends the browser to /login.
 """

@@ -20,8 +20,8 @@ from markdown_it import MarkdownIt
 from markupsafe import Markup
 from sqlalchemy.orm import Session
 
-from api import contests
 from api.access.caller import Caller
+from api.actions import contests
 from api.db.models import Contest, User
 from api.errors import Forbidden, NotFound, ServiceError
 from judge.pictures.svg import human_bytes
@@ -149,7 +149,7 @@ templates = Jinja2Templates(env=_environment())
 
 def page_contest(request: Request, db: Session, viewer: Any) -> Contest:
     """The contest a page shows: `?contest=` (kept in the session for the next pages),
-    else the session's choice, else the viewer's contest (api.contests.resolve)."""
+    else the session's choice, else the viewer's contest (api.actions.contests.resolve)."""
     has_session = "session" in request.scope
     asked = request.query_params.get("contest")
     if asked:

@@ -13,7 +13,6 @@ from markdown_it import MarkdownIt
 from markupsafe import Markup
 from sqlalchemy.orm import Session
 
-from api import baselines, contests, finals, problems, submissions
 from api.access.auth import end_session
 from api.access.deps import (
     DB,
@@ -28,6 +27,7 @@ from api.access.deps import (
 from api.access.login import Result as LoginResult
 from api.access.login import attempt
 from api.access.uploads import Upload, read_upload
+from api.actions import baselines, contests, finals, problems, submissions
 from api.blobs import plan_file
 from api.db.models import Submission, User
 from api.errors import NotFound, ServiceError
@@ -314,7 +314,8 @@ def submission_page(
 
 
 def _final_view(db: Session, sub: Submission, user: User) -> dict[str, Any] | None:
-    """The team's picks for the final judging, on its own submissions' pages (api.finals)."""
+    """The team's picks for the final judging (api.actions.finals), on its own submissions'
+    pages."""
     contest = contests.of_submission(db, sub)
     if user.team is None or sub.team_id != user.team_id or not finals.final_mode(db, contest):
         return None

@@ -1,4 +1,4 @@
-"""The clarifications page (api.messages): the jury's announcements and the questions
+"""The clarifications page (api.actions.messages): the jury's announcements and the questions
 a viewer may read; a team member asks there, an organizer answers and announces."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from fastapi import Form, Request
 from fastapi.responses import Response
 from sqlalchemy.orm import Session
 
-from api import contests, messages, problems
 from api.access.deps import DB, Admin, Contestant
+from api.actions import contests, messages, problems
 from api.db.models import Contest, User
 from api.pages.common import page_contest, render, router
 from api.pages.organizer import _act

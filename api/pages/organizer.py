@@ -14,9 +14,9 @@ from fastapi.responses import Response
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from api import admin, audit, contests, finals, problems
-from api import baselines as reference
 from api.access.deps import DB, Admin
+from api.actions import admin, audit, contests, finals, problems
+from api.actions import baselines as reference
 from api.db.models import Submission, Team, User
 from api.errors import ServiceError
 from api.pages.common import _safe_next, done, log, page_contest, render, router
@@ -130,7 +130,7 @@ def _whole(value: str, name: str) -> int:
 def admin_final_judging(
     request: Request, user: Admin, db: DB, contest: Annotated[str, Form()] = ""
 ) -> Response:
-    """The form's button: the final judging of every problem of the contest (api.finals)."""
+    """The form's button: the final judging of every problem of the contest (api.actions.finals)."""
     queued: list[int] = []
 
     def act() -> str:

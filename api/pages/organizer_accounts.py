@@ -10,9 +10,9 @@ from fastapi.responses import Response
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from api import admin
 from api.access import auth
 from api.access.deps import DB, Admin
+from api.actions import admin
 from api.db.models import Team, User
 from api.errors import ServiceError
 from api.pages.common import render, router

@@ -1,4 +1,4 @@
-"""The organizers' contests page (api.contests): every contest with its problems and
+"""The organizers' contests page (api.actions.contests): every contest with its problems and
 teams; make a contest, make one current, add or remove a problem (following its current
 version or pinned to one), register a team (approved or pending) or withdraw it."""
 
@@ -12,8 +12,8 @@ from fastapi.responses import Response
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from api import admin, contest_admin, contests
 from api.access.deps import DB, Admin
+from api.actions import admin, contest_admin, contests
 from api.db.models import Problem, Team, User
 from api.errors import NotFound
 from api.pages.common import render, router

@@ -10,9 +10,10 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import Response
 from sqlalchemy.orm import Session
 
-from api import imports, problems, queue
+from api import queue
 from api.access.deps import DB, Admin, Config
-from api.audit import record
+from api.actions import imports, problems
+from api.actions.audit import record
 from api.db.models import User
 from api.errors import ServiceError
 from api.pages.common import CSRF_FIELD, check_csrf, done, log, render, router

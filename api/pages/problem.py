@@ -12,8 +12,8 @@ from collections.abc import Hashable
 from markupsafe import Markup
 from sqlalchemy.orm import Session
 
-from api import contests, problems
 from api.access.caller import Caller
+from api.actions import contests, problems
 from api.db import board
 from api.db.models import Contest, ProblemVersion, User
 from api.pages.common import _markdown, templates

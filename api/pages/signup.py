@@ -12,10 +12,10 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import Response
 from sqlalchemy.orm import Session
 
-from api import contests
 from api.access import signup
 from api.access.deps import DB, Admin, Config, client_address
 from api.access.login import hash_slot
+from api.actions import contests
 from api.db.models import User
 from api.errors import ServiceError
 from api.pages.common import render, router

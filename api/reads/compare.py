@@ -1,5 +1,5 @@
 """Where the points went: per case of a submission, its score beside the best score of
-any team and of the best reference planner (api.baselines) on the same cases, sorted by
+any team and of the best reference planner (api.actions.baselines) on the same cases, sorted by
 the problem-score points it would gain by matching the better of the two.
 
 Hidden cases only for whoever sees hidden cases whole (api.reads.hidden.hidden_policy):
@@ -14,10 +14,10 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from api import contests
+from api.actions import contests
+from api.actions.submissions import on_the_board
 from api.db.models import Baseline, CaseResultRow, Judging, Submission, Team, User, aware
 from api.reads.hidden import hidden_policy
-from api.submissions import on_the_board
 
 
 def comparison(db: Session, sub: Submission, viewer: User) -> dict[str, Any]:

@@ -18,11 +18,11 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from api import audit, contests, problems
+from api.actions import audit, contests, problems
+from api.actions.submissions import policy_for
 from api.db.models import CaseResultRow, Contest, Submission, Team, User, aware
 from api.reads.hidden import WITHHELD, result_dict
 from api.reads.leaderboard import leaderboard
-from api.submissions import policy_for
 
 FORMATS = ("csv", "json")
 STANDINGS = ("problem", "version", "rank", "team", "public_score", "hidden_score",

@@ -9,7 +9,7 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
-from api import contests
+from api.actions import contests
 from api.db.models import CaseResultRow, Contest, Judging, Submission, User
 
 # What a viewer sees of hidden cases: "all" (organizers; everybody after the reveal),

@@ -2,7 +2,7 @@
 current version, as the board would have shown it then, for the chart
 (judge.pictures.history). The same rules as the board: disqualified and system teams
 are left out; after a freeze other teams' newer submissions stay hidden from
-contestants; hidden scores only for whoever may see them (api.submissions)."""
+contestants; hidden scores only for whoever may see them (api.actions.submissions)."""
 
 from __future__ import annotations
 
@@ -15,12 +15,12 @@ from datetime import datetime
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from api import baselines
+from api.actions import baselines
+from api.actions.problems import current_version
+from api.actions.submissions import on_the_board
 from api.db import board
 from api.db.models import Contest, Submission, Team, User, aware, utcnow
-from api.problems import current_version
 from api.reads.hidden import hidden_visible
-from api.submissions import on_the_board
 from judge.pictures.history import Reference, Series, history_svg
 
 TOP_TEAMS = 5  # and the viewer's own team

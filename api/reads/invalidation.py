@@ -23,7 +23,7 @@ from api.live import news
 
 # Rows that no kept answer shows: a write of them alone clears nothing. Bookkeeping
 # written often (token use, web sessions, the login throttle, heartbeats, the news) and
-# the blob store's rows (an upload's bytes), clarifications (read uncached: api.messages)
+# the blob store's rows (an upload's bytes), clarifications (read uncached: api.actions.messages)
 # and the audit log.
 UNSEEN_TABLES = frozenset(
     {

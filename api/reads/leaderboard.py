@@ -25,14 +25,14 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session, joinedload
 
-from api import baselines, contests
 from api.access.caller import Caller
+from api.actions import baselines, contests
+from api.actions.problems import current_version
+from api.actions.submissions import on_the_board
 from api.db import board
 from api.db.models import Contest, Submission, Team, User, aware
-from api.problems import current_version
 from api.reads import readcache, single_flight
 from api.reads.hidden import hidden_visible
-from api.submissions import on_the_board
 
 CACHED_BOARDS = 512  # per process: problems x viewer classes (one per team while frozen)
 
@@ -71,7 +71,7 @@ def known_board_at(database: Hashable, slug: str, viewer: Viewer) -> Board | Non
 
 def means_current(viewer: Viewer, current: int) -> bool:
     """Whether `viewer`'s request that names no contest means the current one, known
-    without I/O (api.contests.resolve's rule); False: the route finds out."""
+    without I/O (api.actions.contests.resolve's rule); False: the route finds out."""
     if viewer is None or viewer.is_admin or viewer.team_id is None:
         return True
     return isinstance(viewer, Caller) and viewer.sees_current(current)
@@ -186,7 +186,7 @@ def _public_first(sub: Submission) -> tuple:
 
 
 def _finals_first(sub: Submission) -> tuple:
-    """With hidden cases judged only at the end (api.finals), a team's row is its best
+    """With hidden cases judged only at the end (api.actions.finals), a team's row is its best
     finally judged submission, else its best public one."""
     judged = sub.final_pick and sub.hidden_score is not None  # not a score of another mode
     return (judged, sub.hidden_score if judged else 0.0, sub.public_score, -sub.id)

@@ -1,4 +1,4 @@
-"""Final judging (api.finals): when hidden cases run, a team's picks, what a judging runs
+"""Final judging (api.actions.finals): when hidden cases run, a team's picks, what a judging runs
 
 Revision ID: 0009
 Revises: 0008

@@ -52,7 +52,7 @@ def upgrade() -> None:
 
 
 def _first_contest() -> None:
-    """The row the code used to make lazily (api.admin.contest) is made here if missing."""
+    """The row the code used to make lazily (api.actions.admin.contest) is made here if missing."""
     conn = op.get_bind()
     if conn.execute(sa.text("SELECT count(*) FROM contest WHERE id = 1")).scalar():
         return
@@ -70,7 +70,7 @@ def _first_contest() -> None:
 
 
 def _contest_ids_follow() -> None:
-    """Contest 1 was inserted with its id (above, or by the old api.admin.contest), so on
+    """Contest 1 was inserted with its id (above, or by the old api.actions.admin.contest), so on
     PostgreSQL the id sequence never moved: the next contest made would take id 1 again."""
     if op.get_bind().dialect.name == "postgresql":
         op.execute(

@@ -111,7 +111,7 @@ def run_generators(seed_file: Path, into: Path) -> list[Path]:
 def materialize(settings: Settings, seed_file: Path) -> list[Path]:
     """Every shipped problem's package with its hidden split from the seed, in
     data_dir/problems/<slug>/ (rewritten only where the bytes changed)."""
-    from api.problems import package_digest
+    from api.actions.problems import package_digest
 
     dest = settings.packages
     dest.mkdir(parents=True, exist_ok=True)

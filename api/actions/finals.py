@@ -21,8 +21,11 @@ from typing import Any
 from sqlalchemy import Select, select
 from sqlalchemy.orm import Session
 
-from api import contests, queue
-from api.audit import record
+from api import queue
+from api.actions import contests
+from api.actions.audit import record
+from api.actions.problems import all_current, current_version
+from api.actions.submissions import lock_team
 from api.db.models import (
     Contest,
     Judging,
@@ -34,8 +37,6 @@ from api.db.models import (
     utcnow,
 )  # fmt: skip
 from api.errors import Conflict, Forbidden, NotFound, ServiceError
-from api.problems import all_current, current_version
-from api.submissions import lock_team
 
 MODES = ("submission", "final")
 MAX_PICKS = 20

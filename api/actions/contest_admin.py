@@ -1,4 +1,4 @@
-"""The organizers' contest actions (api.contests), each written to the audit log in
+"""The organizers' contest actions (api.actions.contests), each written to the audit log in
 the same transaction: the API (api.routes_contests) and the page
 (api.pages.organizer_contests) both call these."""
 
@@ -9,8 +9,8 @@ from datetime import datetime
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from api import contests
-from api.audit import record
+from api.actions import contests
+from api.actions.audit import record
 from api.db.models import Contest, Problem, ProblemVersion, Team, User
 from api.errors import NotFound
 

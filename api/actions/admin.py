@@ -9,9 +9,11 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from api import baselines, contests, finals, queue
+from api import queue
 from api.access.auth import hash_password, new_token
-from api.audit import record
+from api.actions import baselines, contests, finals
+from api.actions.audit import record
+from api.actions.problems import current_version
 from api.db.models import (
     Contest,
     Judging,
@@ -23,7 +25,6 @@ from api.db.models import (
     aware,
 )
 from api.errors import Conflict, NotFound, ServiceError
-from api.problems import current_version
 from api.reads.hidden import HIDDEN_DETAILS
 
 SIGNUP_MODES = ("closed", "open", "approval")  # api.access.signup
@@ -111,7 +112,7 @@ def issue_token(
 
 
 def _not_system(team: Team) -> None:
-    """The system team (api.baselines) submits the reference planners only: a user or a
+    """The system team (api.actions.baselines) submits the reference planners only: a user or a
     token in it would submit as the references."""
     if team.system:
         raise Conflict(
@@ -206,7 +207,7 @@ def disqualify(
 
 
 def contest(db: Session) -> Contest:
-    """The installation's current contest (api.contests)."""
+    """The installation's current contest (api.actions.contests)."""
     return contests.current(db)
 
 

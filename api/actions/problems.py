@@ -13,8 +13,8 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from api import baselines, contests
-from api.audit import record
+from api.actions import baselines, contests
+from api.actions.audit import record
 from api.blobs import blob_store
 from api.blobs.packages import package_root, put_package
 from api.db.models import Case, Contest, Problem, ProblemVersion, User

@@ -14,8 +14,10 @@ from sqlalchemy import ColumnElement, func, select, update
 from sqlalchemy.orm import Session, aliased
 from sqlalchemy.orm.attributes import set_committed_value
 
-from api import contests, queue
+from api import queue
 from api.access.uploads import too_large
+from api.actions import contests
+from api.actions.problems import current_version, version_facts
 from api.blobs import blob_store
 from api.db.models import (
     CaseResultRow,
@@ -28,7 +30,6 @@ from api.db.models import (
     utcnow,
 )
 from api.errors import Forbidden, NotFound, ServiceError, TooMany
-from api.problems import current_version, version_facts
 from api.reads.hidden import (
     hidden_policy,
     hides_progress,
@@ -67,10 +68,10 @@ def create_submission(
     contest_ref: str | None = None,
 ) -> tuple[Submission, bool]:
     """(the submission, whether an earlier identical one was reused), in the contest
-    `contest_ref` names (None: the caller's, api.contests.resolve). Commits nothing."""
+    `contest_ref` names (None: the caller's, api.actions.contests.resolve). Commits nothing."""
     if user.team is None:
         raise Forbidden("your account belongs to no team, so it cannot submit")
-    if user.team.system:  # only api.baselines submits for it, never through here
+    if user.team.system:  # only api.actions.baselines submits for it, never through here
         raise Forbidden(f"team '{user.team.name}' is the reference planners': it cannot submit")
     if user.team.disqualified:
         raise Forbidden(f"team '{user.team.name}' is disqualified")
@@ -258,7 +259,7 @@ def on_the_board(
 
 
 def judged_count(splits: list[str] | tuple[str, ...], judging: Judging | None) -> int:
-    """How many cases the judging runs: all, or the public ones (api.finals)."""
+    """How many cases the judging runs: all, or the public ones (api.actions.finals)."""
     if judging is None or judging.split == "all":
         return len(splits)
     return sum(1 for s in splits if s == judging.split)

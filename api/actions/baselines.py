@@ -19,7 +19,8 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from api import contests, queue
+from api import queue
+from api.actions import contests
 from api.blobs import blob_store
 from api.db.models import (
     Baseline,

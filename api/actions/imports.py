@@ -3,7 +3,7 @@
 The API only stores the upload (streamed, capped, into the data directory) and an
 `import_jobs` row, queues the job and answers 202; a worker unpacks and checks the
 package in a child process with a time and memory limit (worker.imports), so a
-huge or hostile package costs the API nothing. `python -m api.imports JOB_ID` is
+huge or hostile package costs the API nothing. `python -m api.actions.imports JOB_ID` is
 that child: it runs one job in the current process.
 """
 
@@ -21,8 +21,9 @@ from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 from starlette.requests import Request
 
-from api import baselines, problems, queue
+from api import queue
 from api.access.uploads import Upload, read_upload
+from api.actions import baselines, problems
 from api.blobs import BlobCorrupt, BlobMissing, blob_store
 from api.db.models import ImportJob, ProblemVersion, User, aware, utcnow
 from api.db.session import session_scope

@@ -11,7 +11,7 @@ from typing import Any
 from sqlalchemy import false, func, or_, select
 from sqlalchemy.orm import Session
 
-from api import audit, contests
+from api.actions import audit, contests
 from api.db.models import Contest, Message, Problem, User, utcnow
 from api.errors import Forbidden, NotFound, ServiceError, TooMany
 from api.live import news
