@@ -20,22 +20,22 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.middleware.sessions import SessionMiddleware
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from api import heap, logs, queue, workers
+from api import gc_freeze, logs, queue, workers
 from api.access.bodylimit import BodyLimit
 from api.access.deps import DB, Config, user_or_none
 from api.access.headers import SecureHeaders, secure
 from api.access.inflight import InFlight
 from api.access.pathguard import PathGuard
 from api.db.session import get_engine, migrate, requests_in_flight, session_scope
-from api.docs import add_docs
 from api.errors import ServiceError
-from api.guide import add_guide
-from api.hotpath import HotReads
 from api.live import message_feed
 from api.live.broadcast import Broadcaster
 from api.logs import AccessLog
 from api.metrics import DatabaseCollector, metrics_response
 from api.reads import readcache
+from api.routes.docs import add_docs
+from api.routes.guide import add_guide
+from api.routes.hot_reads import HotReads
 from api.settings import Settings, get_settings
 from judge.errors import InputError
 
@@ -95,25 +95,17 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_middleware(SecureHeaders)  # nosniff and a CSP on every answer, kept ones too
     _errors(app)
     app.add_middleware(AccessLog)  # outermost of ours: the time of the whole request
-    from api import (
-        pages,
-        routes_accounts,
-        routes_admin,
-        routes_contests,
-        routes_finals,
-        routes_tokens,
-        routes_v1,
-        routes_views,
-    )
+    from api import pages
+    from api.routes import accounts, admin, contests, finals, tokens, v1, views
 
-    app.include_router(routes_v1.router)
-    app.include_router(routes_views.router)
-    app.include_router(routes_admin.router)
-    app.include_router(routes_contests.router)
-    app.include_router(routes_accounts.router)
-    app.include_router(routes_finals.router)
-    app.include_router(routes_tokens.admin_router)
-    app.include_router(routes_tokens.own_router)
+    app.include_router(v1.router)
+    app.include_router(views.router)
+    app.include_router(admin.router)
+    app.include_router(contests.router)
+    app.include_router(accounts.router)
+    app.include_router(finals.router)
+    app.include_router(tokens.admin_router)
+    app.include_router(tokens.own_router)
     app.include_router(pages.router)
     _ops(app, settings)
     add_docs(app)
@@ -137,7 +129,7 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
     if app.state.broadcaster.hears_news:
         app.state.broadcaster.start()  # its news (Redis, the news table) clears api.reads.readcache
     message_feed.feed(app).start()  # reads from now: a page's stream starts where it was rendered
-    warmed = heap.settle_now_and_after_warmup() if app.state.settings.heap_freeze else None
+    warmed = gc_freeze.settle_now_and_after_warmup() if app.state.settings.heap_freeze else None
     yield
     if warmed is not None:
         warmed.cancel()

@@ -131,7 +131,7 @@ class Settings:
     # close idle connections; tests make it short).
     sse_keepalive_s: float = field(default_factory=lambda: float(_env("SSE_KEEPALIVE_S", "15")))
     # Freeze what an API process made at startup and by its first requests out of the
-    # garbage collector's full passes (api.heap); "0": never (tests' in-process apps).
+    # garbage collector's full passes (api.gc_freeze); "0": never (tests' in-process apps).
     heap_freeze: bool = field(default_factory=lambda: _env("HEAP_FREEZE", "1") != "0")
     # Where contestants pip-install the judge from (the starter kit's README says it).
     repository_url: str = field(default_factory=lambda: _env("REPOSITORY_URL", ""))

@@ -28,7 +28,7 @@ html_theme_options = {"nosidebar": False, "show_relbars": True}
 html_sidebars = {"**": ["navigation.html", "relations.html", "searchbox.html"]}
 html_show_sourcelink = False
 html_copy_source = False
-# The service serves the guide under a strict policy (api/guide.py): no inline script.
+# The service serves the guide under a strict policy (api/routes/guide.py): no inline script.
 html_permalinks = True
 # The trace format page shows JSON with comments: a highlighting failure is no broken link.
 suppress_warnings = ["misc.highlighting_failure"]

@@ -20,7 +20,7 @@ IN_CI = os.environ.get("CI") == "true"
 # add the system team's submissions to every test's counts. tests.service does the same.
 os.environ.setdefault("MEMORACE_BASELINES", "0")
 # In-process apps (TestClient) would freeze this test process's heap at each startup;
-# the services tests start run as deployed (api.heap on).
+# the services tests start run as deployed (api.gc_freeze on).
 os.environ.setdefault("MEMORACE_HEAP_FREEZE", "0")
 # One build cache for the whole run (judge.buildcache): each reference planner's C++ is
 # compiled once per sandbox, not once per judging (strong_search: ~15 s of CPU each); the

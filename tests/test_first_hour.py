@@ -17,7 +17,7 @@ from sqlalchemy import update
 
 from api.db.models import ApiToken
 from api.db.session import session_scope
-from api.guide import CSP as GUIDE_CSP
+from api.routes.guide import CSP as GUIDE_CSP
 from api.settings import Settings
 from tests.conftest import ROOT
 from tests.guides import ensure_built

@@ -1,7 +1,7 @@
 """Every answer carries `X-Content-Type-Options: nosniff` and a Content-Security-Policy
 (api.access.headers): an SVG and every download or export one that runs nothing and sandboxes
 the document. The test walks every GET route of the app (a new route is checked the day
-it is added), as an organizer, a contestant and nobody, and the answers api.hotpath
+it is added), as an organizer, a contestant and nobody, and the answers api.routes.hot_reads
 keeps; both backends, the in-process app with all its middlewares."""
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ from collections.abc import Iterator
 import httpx
 from fastapi.testclient import TestClient
 
-from api import hotpath
 from api.actions import problems
 from api.reads import readcache
+from api.routes import hot_reads
 from tests.test_api_hostile_input import ENDLESS
 from tests.test_read_scaling import client, contestant, judge, submit  # noqa: F401
 
@@ -63,7 +63,7 @@ def check(reply: httpx.Response, path: str) -> None:
     kind = headers.get("content-type", "")
     assert csp, where
     if "text/html" in kind:
-        return  # a page's own policy (api.pages.common, api.docs), nonce and all
+        return  # a page's own policy (api.pages.common, api.routes.docs), nonce and all
     assert "default-src 'none'" in csp and "sandbox" in csp, where
     assert "script-src" not in csp and "'unsafe-eval'" not in csp, where
     if "svg" not in kind:
@@ -108,9 +108,9 @@ def test_answers_kept_by_the_hot_path_have_them_too(client, monkeypatch) -> None
     for path in paths:
         client.get(path, headers={**red, "Cookie": "other=1"})  # the route fills the caches
         client.cookies.clear()
-        before = hotpath.served[0]
+        before = hot_reads.served[0]
         hot = client.get(path, headers=red)
-        assert hotpath.served[0] == before + 1, f"{path} was not answered from memory"
+        assert hot_reads.served[0] == before + 1, f"{path} was not answered from memory"
         check(hot, path)
     etag = client.get(paths[0], headers=red).headers["etag"]
     not_modified = client.get(paths[0], headers={**red, "If-None-Match": etag})

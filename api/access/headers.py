@@ -5,9 +5,9 @@ JSON export, a plan or a log is never sniffed into HTML). A Content-Security-Pol
 wherever the route set none: an SVG (the score-history chart, the favicon) may style
 itself and nothing more; anything else (downloads, exports, JSON, text) nothing at all.
 Both sandbox the document, so that one opened in its own tab runs no script and has no
-access to the site's origin. Pages keep their own policy (api.pages.common, api.docs).
+access to the site's origin. Pages keep their own policy (api.pages.common, api.routes.docs).
 
-SecureHeaders wraps the app outside api.hotpath.HotReads: the answers kept there get
+SecureHeaders wraps the app outside api.routes.hot_reads.HotReads: the answers kept there get
 the same headers. Errors that Starlette answers outside every middleware (an unhandled
 exception) get them from `secure` (api.app._error).
 """

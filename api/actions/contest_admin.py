@@ -1,5 +1,5 @@
 """The organizers' contest actions (api.actions.contests), each written to the audit log in
-the same transaction: the API (api.routes_contests) and the page
+the same transaction: the API (api.routes.contests) and the page
 (api.pages.organizer_contests) both call these."""
 
 from __future__ import annotations

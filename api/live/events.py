@@ -27,7 +27,8 @@ from api.live.fdlimit import stream_capacity
 from api.numbers import plain_id
 from api.settings import Settings
 
-STREAM_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}  # api.hotpath too
+# api.routes.hot_reads sends these too
+STREAM_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 RETRY_AFTER_S = 10  # a stream ends with its judging: a slot is soon free again
 
 
@@ -196,7 +197,7 @@ def _frames(view: View, sent: dict[int, int], last_status: str) -> str:
 
 def whole_stream(view: View) -> str:
     """What a new stream (no Last-Event-ID) sends of a judged submission's final view
-    (api.hotpath answers such a follow with it, without opening a stream)."""
+    (api.routes.hot_reads answers such a follow with it, without opening a stream)."""
     return _frames(view, {}, "")
 
 

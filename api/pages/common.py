@@ -116,7 +116,7 @@ def _csrf_input(context: Any) -> Markup:
     """The form's CSRF token, made (in the session) only when a page has a form: a page
     without one sets no session cookie, which would follow each later request of a
     token's holder (curl, a script) and keep it from the answers kept before the
-    framework (api.hotpath serves none with a cookie)."""
+    framework (api.routes.hot_reads serves none with a cookie)."""
     request = context.get("request")
     has_session = request is not None and "session" in request.scope  # not on the 500 page
     token = csrf_token(request) if has_session else ""
@@ -198,7 +198,7 @@ def render(
     return response
 
 
-# Every page's headers but its CSP (api.hotpath sends them too). no-store: personal
+# Every page's headers but its CSP (api.routes.hot_reads sends them too). no-store: personal
 # pages; tokens are shown once.
 SECURE_HEADERS = {"X-Content-Type-Options": "nosniff", "Referrer-Policy": "same-origin",
                   "Cache-Control": "no-store"}  # fmt: skip

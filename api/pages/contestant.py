@@ -48,7 +48,7 @@ from api.pages.common import (
 from api.pages.problem import known_main, problem_main
 from api.reads import compare, history
 from api.reads.leaderboard import cached_leaderboard
-from api.routes_v1 import BeforeId, check_form_problem, page_size
+from api.routes.v1 import BeforeId, check_form_problem, page_size
 from api.settings import Settings
 from api.workers import alive_count
 from judge.errors import InputError

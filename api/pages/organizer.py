@@ -20,7 +20,7 @@ from api.actions import baselines as reference
 from api.db.models import Submission, Team, User
 from api.errors import ServiceError
 from api.pages.common import _safe_next, done, log, page_contest, render, router
-from api.routes_admin import reveal_warning
+from api.routes.admin import reveal_warning
 from api.workers import all_workers
 
 

@@ -17,7 +17,7 @@ from api.db.models import Team, User
 from api.errors import ServiceError
 from api.pages.common import render, router
 from api.pages.organizer import _act
-from api.routes_tokens import revoke_all, revoke_one
+from api.routes.tokens import revoke_all, revoke_one
 
 
 def _admin_accounts(

@@ -11,7 +11,7 @@ from pydantic import Field
 
 from api.access.deps import DB, Admin
 from api.actions import admin, contest_admin, contests
-from api.routes_admin import Body, UtcStamp
+from api.routes.admin import Body, UtcStamp
 
 router = APIRouter(prefix="/api/v1/admin/contests", tags=["admin"])
 

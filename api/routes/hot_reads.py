@@ -33,7 +33,7 @@ from api.pages.common import CSP, SECURE_HEADERS
 from api.pages.problem import known_page
 from api.reads import readcache
 from api.reads.leaderboard import known_board_at
-from api.routes_v1 import DEFAULT_PAGE, list_key
+from api.routes.v1 import DEFAULT_PAGE, list_key
 
 BOARD_PREFIX = "/api/v1/leaderboard/"
 LIST_PATH = "/api/v1/submissions"

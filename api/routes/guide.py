@@ -13,7 +13,7 @@ from starlette.responses import PlainTextResponse, Response
 from starlette.staticfiles import StaticFiles
 from starlette.types import Scope
 
-SITE = Path(__file__).parent / "guide"
+SITE = Path(__file__).parents[1] / "guide"  # api/guide/, beside api/routes/
 PATH = "/guide"
 CSP = (
     "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "

@@ -149,7 +149,8 @@ async def list_subs(
 def list_key(
     database: Any, caller: Caller, size: int, before_id: int | None
 ) -> tuple[tuple, readcache.Scope]:
-    """A submission-list page's key in api.reads.readcache (also api.hotpath's), and its scope."""
+    """A submission-list page's key in api.reads.readcache (also api.routes.hot_reads's),
+    and its scope."""
     key = ("submissions", database, caller.team_id, caller.is_admin, size, before_id)
     return key, (readcache.LISTS, readcache.ADMIN if caller.is_admin else caller.team_id)
 

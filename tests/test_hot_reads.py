@@ -1,4 +1,4 @@
-"""api.hotpath: the leaderboard and the submission list answered from this process's
+"""api.routes.hot_reads: the leaderboard and the submission list answered from this process's
 caches before FastAPI; byte for byte what the routes answer, and everything it cannot
 decide alone (a web session, a query, a token not checked lately, anything odd) left
 to the routes. Both backends, the in-process ASGI client."""
@@ -12,8 +12,8 @@ from datetime import UTC, datetime, timedelta
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from api import hotpath
 from api.reads import readcache
+from api.routes import hot_reads
 from tests.test_read_scaling import client, contestant, judge, submit  # noqa: F401
 
 LONG = 60.0
@@ -22,12 +22,12 @@ KEPT_HEADERS = ("etag", "cache-control", "content-type", "content-length", "x-ne
 
 def _both(client, path, headers):  # noqa: F811
     """(the route's reply, the hot path's reply) of the same read."""
-    before = hotpath.served[0]
+    before = hot_reads.served[0]
     route = client.get(path, headers={**headers, "Cookie": "other=1"})  # a cookie: the route
-    assert hotpath.served[0] == before
+    assert hot_reads.served[0] == before
     client.cookies.clear()
     hot = client.get(path, headers=headers)
-    assert hotpath.served[0] == before + 1, "the second read was not answered from memory"
+    assert hot_reads.served[0] == before + 1, "the second read was not answered from memory"
     return route, hot
 
 
@@ -46,9 +46,9 @@ def test_kept_answers_are_the_routes_own_bytes(client, monkeypatch):  # noqa: F8
     route, hot = _both(client, "/api/v1/leaderboard/tiny", red)
     _same(route, hot)
     etag = {**red, "If-None-Match": hot.headers["etag"]}
-    before = hotpath.served[0]
+    before = hot_reads.served[0]
     not_modified = client.get("/api/v1/leaderboard/tiny", headers=etag)
-    assert not_modified.status_code == 304 and hotpath.served[0] == before + 1
+    assert not_modified.status_code == 304 and hot_reads.served[0] == before + 1
     assert not_modified.headers["etag"] == hot.headers["etag"]
     _same(*_both(client, "/api/v1/submissions", {}))  # the organizers' (the client's token)
     admin = client.headers.pop("Authorization")
@@ -63,7 +63,7 @@ def test_what_it_cannot_decide_goes_to_the_routes(client, monkeypatch):  # noqa:
     red = contestant(client, "red", "alice")
     submit(client, red, 1)
     _both(client, "/api/v1/submissions", red)  # kept now
-    before = hotpath.served[0]
+    before = hot_reads.served[0]
     asks = [
         ("/api/v1/submissions?limit=5", red, 200),  # the route reads the query
         ("/api/v1/submissions", {**red, "Cookie": "memorace_session=x"}, 200),
@@ -77,7 +77,7 @@ def test_what_it_cannot_decide_goes_to_the_routes(client, monkeypatch):  # noqa:
         client.cookies.clear()
         assert client.get(path, headers=headers).status_code == status, path
     assert client.head("/api/v1/submissions", headers=red).status_code == 200
-    assert hotpath.served[0] == before
+    assert hot_reads.served[0] == before
 
 
 def test_another_team_never_gets_a_kept_page(client, monkeypatch):  # noqa: F811
@@ -110,7 +110,7 @@ TOKENISH = st.text(string.printable, max_size=60).map(lambda t: f"Bearer {t}".en
     ),
 )
 def test_any_request_is_answered_or_passed_on(method, path, query, headers) -> None:
-    hot = hotpath.HotReads(app=None, database_url="sqlite:///:memory:")  # type: ignore[arg-type]
+    hot = hot_reads.HotReads(app=None, database_url="sqlite:///:memory:")  # type: ignore[arg-type]
     scope = {"type": "http", "method": method, "path": path, "query_string": query,
              "headers": headers}  # fmt: skip
     answer = hot._answer(scope)
@@ -127,9 +127,9 @@ def test_a_token_s_page_sets_no_cookie_that_would_keep_its_reads_from_it(client,
     assert page.status_code == 200 and "set-cookie" not in page.headers
     assert "alice" in page.text and 'action="/logout"' not in page.text
     client.get("/api/v1/submissions", headers=red)  # kept now
-    before = hotpath.served[0]
+    before = hot_reads.served[0]
     assert client.get("/api/v1/submissions", headers=red).status_code == 200
-    assert hotpath.served[0] == before + 1
+    assert hot_reads.served[0] == before + 1
     admin = client.headers.pop("Authorization")
     try:
         login = client.get("/login")  # a browser: the form needs its CSRF token
@@ -192,12 +192,12 @@ def test_an_expired_token_gets_no_kept_answer(client, monkeypatch):  # noqa: F81
     for path in paths:
         _both(client, path, red)  # kept now, and answered from memory
     time.sleep(max(0.0, datetime.fromisoformat(until).timestamp() - time.time()) + 0.2)
-    before = hotpath.served[0]
+    before = hot_reads.served[0]
     for path in paths:
         client.cookies.clear()
         reply = client.get(path, headers=red)
         assert "alice" not in reply.text and reply.status_code in (200, 401), path
-    assert hotpath.served[0] == before
+    assert hot_reads.served[0] == before
 
 
 def test_a_judged_submission_s_follow_is_the_stream_s_bytes(client, monkeypatch):  # noqa: F811
@@ -215,7 +215,7 @@ def test_a_judged_submission_s_follow_is_the_stream_s_bytes(client, monkeypatch)
         assert hot.content == route.content and "event: end" in hot.text
         assert hot.headers["content-type"] == route.headers["content-type"]
         assert hot.headers["cache-control"] == route.headers["cache-control"]
-    before = hotpath.served[0]
+    before = hot_reads.served[0]
     assert client.get(path, headers=blue).status_code == 404  # another team's: the route
     resumed = client.get(path, headers={**red, "Last-Event-ID": f"{sub}:1"})
-    assert resumed.status_code == 200 and hotpath.served[0] == before
+    assert resumed.status_code == 200 and hot_reads.served[0] == before

@@ -13,7 +13,7 @@ from pydantic import Field
 from api.access import signup
 from api.access.deps import DB, Admin, Config, Contestant, client_address
 from api.access.login import hash_slot
-from api.routes_admin import Body
+from api.routes.admin import Body
 
 router = APIRouter(prefix="/api/v1", tags=["accounts"])
 
