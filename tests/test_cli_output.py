@@ -35,7 +35,7 @@ def local_cases() -> list[dict]:
     return [r.as_dict() for r in results]
 
 
-# A hidden case as the API sends it before the reveal (api/hidden.result_dict):
+# A hidden case as the API sends it before the reveal (api.reads.hidden.result_dict):
 # name and split, the verdict (or only "JUDGED"), every other field null.
 WITHHELD = {
     "case": NAMES[2], "split": "hidden", "verdict": "JUDGED", "score": None, "message": None,

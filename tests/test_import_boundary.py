@@ -1,5 +1,11 @@
 """`judge` is the offline judge: it never imports the service client, an HTTP client
-or the service's frameworks (DESIGN.md, "Layout"); `client` may import `judge`."""
+or the service's frameworks (DESIGN.md, "Layout"); `client` may import `judge`.
+
+`api` is layered (docs/architecture.md, "Layout"): it never imports `worker`; the
+workers use only the parts of it meant for them; its lowest layer imports nothing
+above it; only the app mounts the routes and the pages; every package says what it
+owns. Static (AST) checks, so an import inside a function counts too; see
+tests/api_imports.py for how an import is resolved to a module."""
 
 from __future__ import annotations
 
@@ -9,6 +15,8 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+
+from tests.api_imports import api_files, imported, module_name, within
 
 ROOT = Path(__file__).resolve().parents[1]
 FORBIDDEN = {"client", "api", "worker", "httpx", "fastapi", "starlette", "sqlalchemy", "celery"}
@@ -56,3 +64,86 @@ def test_the_memorace_command_keeps_every_command() -> None:
 
 def _top(name: str) -> str:
     return name.split(".")[0]
+
+
+# The lowest layer of the service: everything above may use it, it uses nothing above.
+API_LOWER = ("api.db", "api.blobs", "api.settings", "api.service_urls", "api.errors",
+             "api.numbers")  # fmt: skip
+# What the workers may take from the service: the database and blobs, the settings,
+# the queue (its Celery configuration, the embedded broker), the logs, the news they
+# publish, and the contest actions they carry out (today finals, imports, problems and
+# submissions: a judging's result, a package's import, a rescore).
+WORKER_MAY_IMPORT = ("api.db", "api.blobs", "api.settings", "api.queue", "api.filebroker",
+                     "api.logs", "api.live.news", "api.actions")  # fmt: skip
+# The HTTP surface: mounted by the app; the pages reuse the routes' checks and the hot
+# reads render a problem's page, so the two may import each other.
+API_TOP = ("api.routes", "api.pages")
+API_PACKAGES = ("api.routes", "api.pages", "api.reads", "api.live", "api.access", "api.actions")
+
+
+def test_api_never_imports_worker() -> None:
+    """The API enqueues by name (api.queue): it never loads the workers' code."""
+    found = [f"{module_name(p)}: {n}" for p in api_files() for n in imported(p, "worker")]
+    assert not found
+
+
+def test_worker_imports_only_what_the_workers_need_of_api() -> None:
+    found = [
+        f"{module_name(p)}: {n}"
+        for p in sorted((ROOT / "worker").rglob("*.py"))
+        for n in imported(p, "api")
+        if not within(n, WORKER_MAY_IMPORT)
+    ]
+    assert not found
+    assert any(within(n, ("api.actions",)) for n in _worker_imports()), "the rule is stale"
+
+
+def test_the_lowest_api_layer_imports_nothing_above_it() -> None:
+    found = [
+        f"{module_name(p)}: {n}"
+        for p in api_files()
+        if within(module_name(p), API_LOWER)
+        for n in imported(p, "api")
+        if n != "api" and not within(n, API_LOWER)
+    ]
+    assert not found
+
+
+def test_routes_and_pages_are_imported_only_by_the_app_and_each_other() -> None:
+    allowed = ("api.app", *API_TOP)
+    found = [
+        f"{module_name(p)}: {n}"
+        for p in api_files()
+        if not within(module_name(p), allowed)
+        for n in imported(p, "api")
+        if within(n, API_TOP)
+    ]
+    assert not found
+
+
+def test_every_api_package_says_what_it_owns() -> None:
+    """A docstring in each package's __init__.py, and the concerns' packages exist."""
+    packages = sorted((ROOT / "api").rglob("__init__.py"))
+    assert {module_name(p) for p in packages} >= set(API_PACKAGES)
+    bare = [module_name(p) for p in packages if not ast.get_docstring(ast.parse(p.read_text()))]
+    assert not bare
+
+
+def test_importing_all_of_worker_loads_no_web_layer() -> None:
+    """At run time: what the actions import in turn brings no route, page or app."""
+    code = (
+        "import importlib, json, pkgutil, sys, worker\n"
+        "for m in pkgutil.walk_packages(worker.__path__, 'worker.'):\n"
+        "    importlib.import_module(m.name)\n"
+        "print(json.dumps(sorted(sys.modules)))\n"
+    )
+    run = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True
+    )
+    loaded = json.loads(run.stdout.splitlines()[-1])
+    assert "api.actions.submissions" in loaded
+    assert not [n for n in loaded if within(n, ("api.app", *API_TOP, "fastapi"))]
+
+
+def _worker_imports() -> list[str]:
+    return [n for p in sorted((ROOT / "worker").rglob("*.py")) for n in imported(p, "api")]
