@@ -31,7 +31,11 @@ class BackupError(Exception):
 
 def create(settings: Settings, out: Path) -> dict[str, Any]:
     """Write the backup of the service `settings` names to `out`; its manifest."""
-    out = out.resolve()
+    # Not resolved: a symbolic link at `out` (one planted in a shared folder, say) must
+    # not send the archive, which holds every secret, over the file it points to.
+    out = out.absolute()
+    if out.is_symlink() or out.is_dir():
+        raise BackupError(f"{out} is a symbolic link or a folder: name a file to write")
     if not out.parent.is_dir():
         raise BackupError(f"no folder {out.parent} to write the backup into")
     with tempfile.TemporaryDirectory(prefix=".memorace-backup-", dir=out.parent) as tmp:
@@ -48,9 +52,16 @@ def create(settings: Settings, out: Path) -> dict[str, Any]:
             "table_files": {},
             "files": {},
         }
-        partial = out.with_name(f".{out.name}.partial")
+        # Written inside the owner-only staging folder, owner-only from its first byte
+        # (no world-readable moment, no `.partial` name beside `out` to plant a link at),
+        # then renamed onto `out`: a rename replaces a link, never follows it.
+        partial = staging / "archive.partial"
         mode = "w:gz" if out.name.endswith((".gz", ".tgz")) else "w"
-        with tarfile.open(partial, mode, format=tarfile.PAX_FORMAT) as tar:
+        fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+        with (
+            os.fdopen(fd, "wb") as raw,
+            tarfile.open(fileobj=raw, mode=mode, format=tarfile.PAX_FORMAT) as tar,
+        ):
             for name in counts:
                 staged = staging / TABLES / f"{name}.jsonl"
                 entry = _add_file(tar, f"{TABLES}/{name}.jsonl", staged, prefix="")
@@ -60,7 +71,6 @@ def create(settings: Settings, out: Path) -> dict[str, Any]:
                 if entry is not None:
                     manifest["files"][rel] = entry
             _add_bytes(tar, "manifest.json", json.dumps(manifest, indent=1).encode())
-        partial.chmod(0o600)  # it holds the hidden cases, the secrets and every token hash
         os.replace(partial, out)
     return manifest
 
