@@ -44,6 +44,17 @@ from api.settings import Settings
 
 __all__ = ["RestoreError", "read_checked", "restore"]
 MANIFEST_LIMIT = 256 * 2**20
+# A header that tarfile reads whole into memory before any check of ours (a pax or
+# GNU long-name record: a few KiB of gzip can declare GiB of it), or a sparse map it
+# reads block after block. A backup writes pax records of a few hundred bytes (a long
+# name, a size past 8 GiB) and never a sparse member.
+HEADER_LIMIT = 2**20
+_READ_WHOLE = (tarfile.XHDTYPE, tarfile.XGLTYPE, tarfile.SOLARIS_XHDTYPE,
+               tarfile.GNUTYPE_LONGNAME, tarfile.GNUTYPE_LONGLINK)  # fmt: skip
+# A table file's line (one row) read at most this long: a bounded read, not one line
+# of GiB of a few KiB of gzip held whole. The largest row a service writes is a blob
+# chunk (1 MiB, base64) or a package's statement (a package is at most 64 MiB).
+LINE_LIMIT = MANIFEST_LIMIT
 BATCH_ROWS, BATCH_BYTES = 500, 16 * 2**20
 
 
@@ -76,9 +87,22 @@ def restore(settings: Settings, archive: Path) -> dict[str, Any]:
 
 def _open(archive: Path) -> tarfile.TarFile:
     try:
-        return tarfile.open(archive, "r:*")
+        return tarfile.open(archive, "r:*", tarinfo=_BoundedInfo)
     except (OSError, tarfile.TarError, EOFError) as exc:
         raise RestoreError(f"{archive} is not a backup archive: {exc}") from None
+
+
+class _BoundedInfo(tarfile.TarInfo):
+    """A member header, refused before tarfile reads what it declares into memory."""
+
+    def _proc_member(self, tar: tarfile.TarFile) -> tarfile.TarInfo:
+        # Not a tarfile.HeaderError: past the first member tarfile takes one for the
+        # archive's end, and would restore what came before it.
+        if self.type == tarfile.GNUTYPE_SPARSE or (
+            self.type in _READ_WHOLE and self.size > HEADER_LIMIT
+        ):
+            raise RestoreError(f"a {self.size}-byte tar header of type {self.type!r}: refused")
+        return super()._proc_member(tar)
 
 
 def read_checked(tar: tarfile.TarFile) -> tuple[dict[str, Any], dict[str, tarfile.TarInfo]]:
@@ -119,7 +143,7 @@ def _manifest(tar: tarfile.TarFile, members: dict[str, tarfile.TarInfo]) -> dict
         raise RestoreError("manifest.json is too large")
     try:
         manifest = json.loads(_member(tar, info).read())
-    except (ValueError, UnicodeDecodeError) as exc:
+    except (ValueError, UnicodeDecodeError, RecursionError) as exc:
         raise RestoreError(f"manifest.json is not JSON: {exc}") from None
     if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
         raise RestoreError(f"not a {FORMAT} archive")
@@ -167,16 +191,16 @@ def _chunks(fh: IO[bytes]) -> Iterator[bytes]:
 
 def _rows(tar: tarfile.TarFile, info: tarfile.TarInfo) -> tuple[list[str], Iterator[list[Any]]]:
     """A table member's column names and its rows, decoded."""
-    fh = _member(tar, info)
+    lines = _lines(_member(tar, info), info.name)
     try:
-        columns = json.loads(fh.readline())
-    except (ValueError, UnicodeDecodeError):
+        columns = json.loads(next(lines, b""))
+    except (ValueError, UnicodeDecodeError, RecursionError):
         columns = None
     if not isinstance(columns, list) or not all(isinstance(c, str) for c in columns):
         raise RestoreError(f"{info.name!r} has no column names")
 
     def rows() -> Iterator[list[Any]]:
-        for number, line in enumerate(fh, start=2):
+        for number, line in enumerate(lines, start=2):
             try:
                 row = json.loads(line)
                 if not isinstance(row, list) or len(row) != len(columns):
@@ -186,6 +210,13 @@ def _rows(tar: tarfile.TarFile, info: tarfile.TarInfo) -> tuple[list[str], Itera
                 raise RestoreError(f"{info.name!r} line {number}: {exc}") from None
 
     return columns, rows()
+
+
+def _lines(fh: IO[bytes], name: str) -> Iterator[bytes]:
+    while line := fh.readline(LINE_LIMIT + 1):
+        if len(line) > LINE_LIMIT:
+            raise RestoreError(f"{name!r}: a line over {LINE_LIMIT} bytes, no row a backup writes")
+        yield line
 
 
 def _insert_rows(
