@@ -107,3 +107,16 @@ def test_json_nested_too_deeply_is_a_clear_refusal(tmp_path: Path, where: str) -
     archive = backup_with(tmp_path, "teams", body)
     with pytest.raises(RestoreError):
         restore(target(tmp_path), archive)
+
+
+def test_a_row_the_database_refuses_is_told_without_the_rows(tmp_path: Path) -> None:
+    # Rows SQLite took but the target refuses (a NULL here; on PostgreSQL a name longer
+    # than its column, a NUL in a text, an orphan row): the reason, never the values.
+    secret = "pbkdf2_sha256$600000$SALT$HASH-THAT-MUST-NOT-BE-PRINTED"
+    row = json.dumps([1, secret, {"t": "2026-01-01T00:00:00"}, None])
+    body = b'["id", "name", "created_at", "disqualified"]\n' + row.encode() + b"\n"
+    archive = backup_with(tmp_path, "teams", body)
+    with pytest.raises(RestoreError, match="table teams: the database refused a row") as caught:
+        restore(target(tmp_path), archive)
+    assert "HASH-THAT" not in str(caught.value)
+    assert caught.value.__cause__ is None and caught.value.__suppress_context__

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from sqlalchemy import Connection, MetaData, Table, create_engine, func, select, text
+from sqlalchemy.exc import StatementError
 
 from api.backup.format import (
     FORMAT,
@@ -254,10 +255,23 @@ def _insert_table(conn: Connection, table: Table, columns: list[str], rows: Iter
         batch.append(dict(zip(columns, row, strict=True)))
         size += sum(len(v) for v in row if isinstance(v, bytes | str))
         if len(batch) >= BATCH_ROWS or size >= BATCH_BYTES:
-            conn.execute(table.insert(), batch)
+            _insert_batch(conn, table, batch)
             batch, size = [], 0
     if batch:
+        _insert_batch(conn, table, batch)
+
+
+def _insert_batch(conn: Connection, table: Table, batch: list[dict[str, Any]]) -> None:
+    """Insert the rows; a RestoreError naming the database's reason only. SQLAlchemy's
+    own error (a traceback out of `python -m api.backup`) would print the rows, which
+    hold password and token hashes; PostgreSQL's DETAIL line quotes a key's value."""
+    try:
         conn.execute(table.insert(), batch)
+    except StatementError as exc:
+        reason = str(exc.orig).strip().splitlines()[0][:300] if str(exc.orig).strip() else ""
+        raise RestoreError(
+            f"table {table.name}: the database refused a row ({type(exc.orig).__name__}: {reason})"
+        ) from None
 
 
 def _utc_naive(value: Any) -> Any:
