@@ -20,12 +20,32 @@ METHODS = ("get", "post", "put", "patch", "delete")
 
 
 def openapi_document() -> dict[str, Any]:
-    """The service's OpenAPI document, from an app on a throwaway data directory."""
+    """The service's OpenAPI document, from an app on a throwaway data directory and
+    database: never the host's own (MEMORACE_* set where `make run` or `make test`
+    builds the guides), which create_app would migrate and write its secret key into.
+    Set in the environment, not only passed: parts of the app read get_settings()."""
     with tempfile.TemporaryDirectory() as data:
-        os.environ.setdefault("MEMORACE_DATA_DIR", data)
-        from api.app import create_app
+        throwaway = {
+            "MEMORACE_DATA_DIR": data,
+            "MEMORACE_DATABASE_URL": f"sqlite:///{data}/db.sqlite",
+            "MEMORACE_BROKER_URL": "filesystem://",
+            "MEMORACE_BLOB_STORE": "local",
+        }
+        saved = {key: os.environ.get(key) for key in throwaway}
+        os.environ.update(throwaway)
+        try:
+            from api.app import create_app
+            from api.settings import get_settings
 
-        return create_app().openapi()
+            get_settings.cache_clear()
+            return create_app().openapi()
+        finally:
+            for key, value in saved.items():
+                if value is None:
+                    os.environ.pop(key, None)
+                else:
+                    os.environ[key] = value
+            get_settings.cache_clear()
 
 
 def plain(text: str) -> str:
