@@ -63,7 +63,7 @@ Storage = tuple[int, int, int, str, str]  # size, lower, upper, category, op nam
 def _storages(doc: Any, path: str | Any) -> list[Storage]:
     """Every storage of a version-1 trace, checked: CaseError on anything else."""
     version = doc.get("version")
-    if version != 1:
+    if type(version) is not int or version != 1:  # true and 1.0 equal 1 in Python
         raise CaseError(f"a {FORMAT} of version {show_value(version)}; this reads 1", path)
     categories = _list(doc, "categories", path, str)
     op_names = _list(doc, "op_names", path, str)
