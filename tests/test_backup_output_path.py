@@ -5,9 +5,12 @@ operator names never sends it over the file the link points to."""
 from __future__ import annotations
 
 import importlib
+import os
+import shutil
 import stat
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -86,3 +89,26 @@ def _hidden_from_others(path: Path, top: Path) -> bool:
     if not stat.S_IMODE(path.stat().st_mode) & 0o077:
         return True
     return any(not d.stat().st_mode & 0o077 for d in path.parents if d.is_relative_to(top))
+
+
+def test_a_folder_removed_while_listed_is_left_out(
+    service: Settings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # An import's upload folder, removed when its job ends: here just as the backup
+    # lists it (between seeing it in imports/ and reading it).
+    upload = service.data_dir / "imports" / "job-1"
+    upload.mkdir(parents=True)
+    (upload / "trace.json").write_bytes(b"{}")
+    (service.data_dir / "imports" / "job-2").mkdir()
+    (service.data_dir / "imports" / "job-2" / "kept.json").write_bytes(b"[]")
+    scandir = os.scandir
+
+    def ending_job(path: Any = ".") -> Any:
+        if isinstance(path, str | os.PathLike) and Path(path) == upload:
+            shutil.rmtree(upload)
+        return scandir(path)
+
+    monkeypatch.setattr(os, "scandir", ending_job)
+    manifest = create(service, tmp_path / "backup.tar")
+    assert "imports/job-2/kept.json" in manifest["files"]
+    assert not any(rel.startswith("imports/job-1") for rel in manifest["files"])

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import base64
 import math
+import os
 import re
 from collections.abc import Iterator, Sequence
 from datetime import date, datetime
@@ -95,7 +96,7 @@ def kept_files(data_dir: Path) -> Iterator[tuple[str, Path]]:
         top = data_dir / name
         if top.is_symlink():
             continue
-        found = [top] if top.is_file() else sorted(top.rglob("*")) if top.is_dir() else []
+        found = [top] if top.is_file() else _walk(top) if top.is_dir() else []
         for path in found:
             rel = path.relative_to(data_dir).as_posix()
             if path.is_symlink() or not path.is_file() or ".partial" in path.name:
@@ -107,3 +108,13 @@ def kept_files(data_dir: Path) -> Iterator[tuple[str, Path]]:
             except ValueError:
                 continue  # a name no service writes (an operator's stray file)
             yield rel, path
+
+
+def _walk(top: Path) -> list[Path]:
+    """Every entry under `top`, sorted. os.walk, not rglob: a folder that goes away while
+    it is listed (an import's upload once its job ended, a generator's `.made-` folder
+    renamed into place) is left out, where rglob raises FileNotFoundError."""
+    found: list[Path] = []
+    for folder, dirs, files in os.walk(top):  # no onerror: a folder gone is skipped
+        found += [Path(folder, name) for name in dirs + files]
+    return sorted(found)
