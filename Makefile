@@ -14,10 +14,11 @@ $(VENV)/.installed: pyproject.toml
 setup: $(VENV)/.installed
 
 # The guides (docs/, Sphinx + MyST) into api/guide/, which the service serves at /guide
-# and the wheel carries. Strict: a broken link, reference or include fails the build.
+# and the wheel carries (Sphinx's doctrees cache goes to build/: not served). Strict: a
+# broken link, reference or include fails the build.
 guide: setup
 	rm -rf api/guide
-	$(PY) -m sphinx -W --keep-going -n -q -b dirhtml docs api/guide
+	$(PY) -m sphinx -W --keep-going -n -q -b dirhtml -d build/guide-doctrees docs api/guide
 
 # The `trace` extra (PyTorch, ~35 s and 5.8 GB) for `memorace trace` and its tests;
 # the service never needs it.

@@ -6,6 +6,7 @@ inline ones, under a policy of their own: the default for answers without one
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from fastapi import FastAPI
@@ -32,6 +33,13 @@ class GuideFiles(StaticFiles):
     async def get_response(self, path: str, scope: Scope) -> Response:
         if not (Path(str(self.directory)) / "index.html").is_file():
             return PlainTextResponse(NOT_BUILT, status_code=404)
+        if any(p.startswith(".") and p != "." for p in re.split(r"[/\\]", path)):
+            # Sphinx's own files (.buildinfo; .doctrees, the pickled build environment
+            # with the build host's paths, where an older `make guide` left it): never
+            # pages. ("." is the site's root; ".." Starlette has refused already.)
+            return PlainTextResponse(
+                "Not Found\n", status_code=404, headers={"Content-Security-Policy": CSP}
+            )
         response = await super().get_response(path, scope)
         response.headers["Content-Security-Policy"] = CSP
         return response
