@@ -112,3 +112,12 @@ def test_a_folder_removed_while_listed_is_left_out(
     manifest = create(service, tmp_path / "backup.tar")
     assert "imports/job-2/kept.json" in manifest["files"]
     assert not any(rel.startswith("imports/job-1") for rel in manifest["files"])
+
+
+@pytest.mark.parametrize("folder", ["artifacts", "imports/job-1"])
+def test_a_backup_into_a_kept_folder_is_refused(service: Settings, folder: str) -> None:
+    # It would hold its own staging (a copy of the database) and each earlier backup.
+    (service.data_dir / folder).mkdir(parents=True)
+    with pytest.raises(BackupError, match="in a folder the backup keeps"):
+        create(service, service.data_dir / folder / "backup.tar")
+    assert list((service.data_dir / folder).iterdir()) == []

@@ -18,7 +18,7 @@ from typing import IO, Any
 
 from sqlalchemy import Connection, MetaData, Table, create_engine, select, text
 
-from api.backup.format import FORMAT, TABLES, encode_row, kept_files
+from api.backup.format import FORMAT, KEPT, TABLES, encode_row, kept_files
 from api.settings import Settings
 
 # Rows fetched at a time: a blob chunk is 1 MiB, a row of any other table is small.
@@ -38,6 +38,11 @@ def create(settings: Settings, out: Path) -> dict[str, Any]:
         raise BackupError(f"{out} is a symbolic link or a folder: name a file to write")
     if not out.parent.is_dir():
         raise BackupError(f"no folder {out.parent} to write the backup into")
+    folder = out.parent.resolve()
+    if any(folder.is_relative_to((settings.data_dir / name).resolve()) for name in KEPT):
+        # It would keep its own staging (a copy of the database) and every earlier
+        # backup there, each one holding the one before.
+        raise BackupError(f"{out} is in a folder the backup keeps: write it elsewhere")
     with tempfile.TemporaryDirectory(prefix=".memorace-backup-", dir=out.parent) as tmp:
         staging = Path(tmp)
         with snapshot(settings.database_url, staging) as conn:
