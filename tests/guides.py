@@ -59,7 +59,8 @@ def ensure_built() -> Path:
     if not (SITE / "index.html").is_file():
         subprocess.run(
             [sys.executable, "-m", "sphinx", "-W", "--keep-going", "-n", "-q", "-b", "dirhtml",
-             str(DOCS), str(SITE)], check=True, timeout=600,
+             "-d", str(ROOT / "build" / "guide-doctrees"), str(DOCS), str(SITE)],
+            check=True, timeout=600,
         )  # fmt: skip
     return SITE
 
