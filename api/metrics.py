@@ -4,7 +4,8 @@ Only organizers may read them (an organizer's bearer token, or session)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
+from typing import Any, TypeVar
 
 from fastapi import Request
 from fastapi.responses import PlainTextResponse, Response
@@ -27,6 +28,7 @@ LATENCY_SAMPLE = 2000  # the newest final judgings
 # only with the first failure would give Prometheus nothing to compare it with (an
 # alert on `delta(...) > 0` would miss that first failure). api.db.models.Judging.status:
 STATUSES = ("queued", "running", "final", "failed", "superseded")
+Family = TypeVar("Family", GaugeMetricFamily, CounterMetricFamily)
 
 
 class DatabaseCollector(Collector):
@@ -40,25 +42,24 @@ class DatabaseCollector(Collector):
 
 def _depth(db: Session) -> GaugeMetricFamily:
     family = GaugeMetricFamily("memorace_queue_depth", "Judgings by state", labels=["status"])
-    counts = dict.fromkeys(STATUSES, 0)
-    query = select(Judging.status, func.count(Judging.id)).group_by(Judging.status)
-    counts.update((status, n) for status, n in db.execute(query))
-    for status, n in counts.items():
-        family.add_metric([status], n)
-    return family
+    return _counted(db, family, Judging.status, STATUSES)
 
 
 def _verdicts(db: Session) -> CounterMetricFamily:
     family = CounterMetricFamily(
         "memorace_case_verdicts", "Case results by verdict", labels=["verdict"]
     )
-    counts = dict.fromkeys((v.value for v in Verdict), 0)
-    query = select(CaseResultRow.verdict, func.count(CaseResultRow.id)).group_by(
-        CaseResultRow.verdict
+    return _counted(db, family, CaseResultRow.verdict, [v.value for v in Verdict])
+
+
+def _counted(db: Session, family: Family, column: Any, every: Iterable[str]) -> Family:
+    """`family` with the rows per value of `column`: each of `every` first, at 0."""
+    counts = dict.fromkeys(every, 0)
+    counts.update(
+        (value, n) for value, n in db.execute(select(column, func.count()).group_by(column))
     )
-    counts.update((verdict, n) for verdict, n in db.execute(query))
-    for verdict, n in counts.items():
-        family.add_metric([verdict], n)
+    for value, n in counts.items():
+        family.add_metric([value], n)
     return family
 
 
