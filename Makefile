@@ -44,12 +44,18 @@ prepare:
 
 # Everything CI does (.ci/run is this target): system packages and services
 # (scripts/prepare test; as root it installs and starts them, else it lists what
-# is missing), the sandbox images, lint, every test.
+# is missing), the sandbox images, lint, every test: TEST_PROCESSES pytest processes
+# side by side (pytest-xdist, a test file per process at a time), then the tests marked
+# `serial` (timing figures, whole-host checks) alone. Both parts run; either failing fails.
+TEST_PROCESSES ?= 2
 test: prepare
 	@$(MAKE) -s --no-print-directory setup $(VENV)/.trace-installed guide
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
-	$(PY) -m pytest
+	$(PY) -m pytest -n $(TEST_PROCESSES) --dist loadfile -m "not serial"; side=$$?; \
+	    $(PY) -m pytest -p no:xdist -m serial; alone=$$?; \
+	    echo "[test] side by side: exit $$side; serial: exit $$alone"; \
+	    [ $$side -eq 0 ] && [ $$alone -eq 0 ]
 
 bench: setup
 	$(PY) benchmarks/verify_speed.py

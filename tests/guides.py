@@ -9,6 +9,7 @@ language (text, toml, yaml, json ...) never runs.
 
 from __future__ import annotations
 
+import fcntl
 import re
 import subprocess
 import sys
@@ -55,13 +56,18 @@ def walkthrough_script() -> str:
 
 
 def ensure_built() -> Path:
-    """The built site (make guide), built here when it is not (a bare `pytest`)."""
-    if not (SITE / "index.html").is_file():
-        subprocess.run(
-            [sys.executable, "-m", "sphinx", "-W", "--keep-going", "-n", "-q", "-b", "dirhtml",
-             "-d", str(ROOT / "build" / "guide-doctrees"), str(DOCS), str(SITE)],
-            check=True, timeout=600,
-        )  # fmt: skip
+    """The built site (make guide), built here when it is not (a bare `pytest`; under a
+    lock: test processes side by side build it once)."""
+    lock = ROOT / "build" / "guide.lock"
+    lock.parent.mkdir(exist_ok=True)
+    with lock.open("w") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        if not (SITE / "index.html").is_file():
+            subprocess.run(
+                [sys.executable, "-m", "sphinx", "-W", "--keep-going", "-n", "-q", "-b",
+                 "dirhtml", "-d", str(ROOT / "build" / "guide-doctrees"), str(DOCS), str(SITE)],
+                check=True, timeout=600,
+            )  # fmt: skip
     return SITE
 
 

@@ -43,6 +43,9 @@ from tests.service import (
 )
 from tests.test_service_e2e import backends
 
+# Timing or the whole host: make test runs it alone, after the rest.
+pytestmark = pytest.mark.serial
+
 SLUG = "drip"
 CASES = ["c1", "c2", "c3", "c4", "c5"]  # public, judged in this order; then "s" (hidden)
 FIRST_S, EACH_S = 4.0, 0.8  # c1 waits for the streams to open; the others drip

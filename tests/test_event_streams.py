@@ -22,6 +22,9 @@ import pytest
 from tests.service import Service, small_package, start_service, wait_for
 from tests.test_service_e2e import backends
 
+# Timing or the whole host: make test runs it alone, after the rest.
+pytestmark = pytest.mark.serial
+
 PER_USER, PER_PROCESS = 8, 12  # small caps for the test (defaults: 200, 5000)
 
 

@@ -28,6 +28,9 @@ from tests.service import wait_for
 from tests.test_package import make_package
 from tests.test_sandbox import SANDBOXES
 
+# Timing or the whole host: make test runs it alone, after the rest.
+pytestmark = pytest.mark.serial
+
 GOOD_PLAN = (
     "open(os.path.join(os.environ['MEMORACE_OUT_DIR'], 'plan.csv'), 'w')"
     ".write('id,offset\\na,0\\nb,8\\n')\n"

@@ -131,6 +131,7 @@ def test_final_mode(service: Service) -> None:
     assert service.api("PUT", "/api/v1/admin/contest", json=back).is_success
 
 
+@pytest.mark.serial
 @pytest.mark.parametrize("kind", ["embedded", "postgres"])
 def test_paced_hidden_cases_end_alike(tmp_path: Path, kind: str) -> None:
     """The planner sleeps nothing, or 1.75 s over its hidden cases: the judging's end,

@@ -239,6 +239,7 @@ def _queries(client: TestClient, path: str, headers: dict[str, str]) -> int:
 # --- scripts/serve: N API processes ---------------------------------------------------------
 
 
+@pytest.mark.serial
 def test_scripts_serve_starts_one_api_process_per_core_and_restarts_its_worker(tmp_path):
     extra = {"MEMORACE_API_PROCESSES": "3", "MEMORACE_WORKERS": "2"}
     with serve_script(tmp_path, extra) as (url, data):
@@ -302,6 +303,7 @@ def _a_team(web: httpx.Client) -> str:
 # --- the pool never runs dry under concurrent requests -------------------------------------
 
 
+@pytest.mark.serial
 def test_more_concurrent_requests_than_connections_do_not_stall(tmp_path):
     """Each request holds its connection across threadpool hops; with more requests in
     flight than connections, every thread waited for a connection only a request

@@ -46,6 +46,7 @@ PLANNER = textwrap.dedent(
 STAMP = re.compile(r"(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3})")
 
 
+@pytest.mark.serial
 @pytest.mark.parametrize("kind", ["postgres+redis", "embedded"])
 def test_reaper_on_time_during_backlog_resends_only_the_lost(kind, tmp_path):
     with backends(kind) as (db_url, broker_url):

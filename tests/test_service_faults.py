@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import shutil
 import signal
+import socket
 import subprocess
 import textwrap
 
+import psutil
 import pytest
 from sqlalchemy import create_engine, text
 from sqlalchemy.pool import NullPool
@@ -76,7 +78,9 @@ def test_worker_killed_mid_judging_finishes_once(stack, tmp_path):
         return body["status"] == "running" and body["cases_done"] >= 1
 
     wait_for(one_case_done, 120, "the first case result")
-    running = sandbox_containers()  # the killed worker's container is among them
+    w1 = psutil.Process(service.procs["w1"].pid)
+    owners = {f"{socket.gethostname()}:{p.pid}" for p in [w1, *w1.children(recursive=True)]}
+    running = sandbox_containers(owners)  # the killed worker's container (other tests' aside)
     service.kill("w1", signal.SIGKILL)  # the worker and its pool child, mid-judging
     service.start_worker("w2")
     done = service.wait_done(token, sub["id"], timeout=180)
@@ -89,18 +93,21 @@ def test_worker_killed_mid_judging_finishes_once(stack, tmp_path):
     assert "stopped answering" in reason or "lost" in reason, reason
     assert results == distinct == done["cases_total"]  # no duplicate case results
     if service.env["MEMORACE_SANDBOX"] == "docker":  # the dead worker's container is gone too
-        assert running and not set(running) & set(sandbox_containers())
+        assert running and not set(running) & set(sandbox_containers(owners))
 
 
-def sandbox_containers() -> list[str]:
-    """Ids of the sandbox containers that exist now (none without a Docker engine)."""
+def sandbox_containers(owners: set[str]) -> list[str]:
+    """Ids of the sandbox containers that exist now and were made by one of `owners`
+    (host:pid; tests beside this one judge in docker too). None without a Docker engine."""
     if shutil.which("docker") is None:
         return []
     listed = subprocess.run(
-        ["docker", "ps", "-aq", "--no-trunc", "--filter", "label=memorace.sandbox"],
+        ["docker", "ps", "-a", "--no-trunc", "--filter", "label=memorace.sandbox",
+         "--format", '{{.ID}} {{.Label "memorace.owner"}}'],
         capture_output=True, text=True, check=False,
     )  # fmt: skip
-    return listed.stdout.split()
+    rows = (line.split(" ", 1) for line in listed.stdout.splitlines())
+    return [row[0] for row in rows if len(row) == 2 and row[1] in owners]
 
 
 def test_redis_restart_loses_no_submission(stack, tmp_path):

@@ -17,6 +17,9 @@ from api.workers import NO_WORKER, QUEUED_NO_WORKER
 from tests.service import Service, postgres_database, redis_server, start_service, wait_for
 from tests.test_package import make_package
 
+# Timing or the whole host: make test runs it alone, after the rest.
+pytestmark = pytest.mark.serial
+
 BEAT_S, TIMEOUT_S = 1.0, 3.0
 FAST_BEATS = {
     "MEMORACE_WORKER_HEARTBEAT_S": str(BEAT_S),
