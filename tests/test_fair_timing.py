@@ -119,9 +119,9 @@ def _result(proc: subprocess.Popen) -> dict:
 
 def _timed(pkg, planner, sandbox, cores, tmp, neighbours: str | None, spin: Path) -> dict:
     """The fastest of three judgings of `planner` on `cores` (noise only adds: a daemon's
-    wake-up on its core is not the neighbours' doing), alone or beside three spinning neighbours judged
-    on `neighbours`, started first and measured only once all three planners run (their
-    containers' start-up is the engine's work, on any core)."""
+    wake-up on its core is not the neighbours' doing), alone or beside three spinning
+    neighbours judged on `neighbours`, started first and measured only once all three
+    planners run (their containers' start-up is the engine's work, on any core)."""
     crowd = []
     if neighbours is not None:
         crowd = [_driver(pkg, spin, sandbox, neighbours, tmp) for _ in range(3)]
