@@ -18,7 +18,8 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def _env(name: str, default: str) -> str:
-    return os.environ.get(f"MEMORACE_{name}", default)
+    """A setting, or its default where unset or empty (compose passes `MEMORACE_X=` on)."""
+    return os.environ.get(f"MEMORACE_{name}") or default
 
 
 def _int(name: str, default: int) -> int:

@@ -285,7 +285,7 @@ def cache_from_env(owner: str = LOCAL) -> BuildCache | None:
     folder = os.environ.get("MEMORACE_BUILD_CACHE_DIR", "")
     if not folder:
         return None
-    mb = int(os.environ.get("MEMORACE_BUILD_CACHE_MB", DEFAULT_MB))
+    mb = int(os.environ.get("MEMORACE_BUILD_CACHE_MB") or DEFAULT_MB)
     return BuildCache(Path(folder), mb << 20, owner=owner)
 
 

@@ -24,6 +24,7 @@ import re
 import shutil
 import socket
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -122,7 +123,7 @@ def offline_public_scores() -> dict[str, subprocess.Popen[str]]:
     }
 
 
-def test_readme_compose_walkthrough_two_workers(stack_env: dict[str, str]) -> None:
+def test_compose_guide_walkthrough_two_workers(stack_env: dict[str, str]) -> None:
     steps = blocks(WALKTHROUGH.read_text(), "bash")
     assert len(steps) >= 3, "the operator's guide lost its compose walkthrough"
     expected = offline_public_scores()
@@ -244,3 +245,87 @@ def test_shared_override_publishes_postgres_and_redis_with_passwords() -> None:
         assert published.removesuffix("/tcp") == f"10.0.0.1:{port}:{port}"
     assert services["postgres"]["environment"]["POSTGRES_PASSWORD"] == "pg-secret"
     assert "--requirepass" in " ".join(services["redis"]["command"])
+
+
+# Settings the code reads that the stacks do not pass on, and why.
+NOT_PASSED = {
+    "ALLOW_UNISOLATED": "the local sandbox's; the stacks judge in docker",
+    "SANDBOX_UID_BASE": "the local sandbox's",
+    "SANDBOX_UID_LOCKS": "the local sandbox's",
+    "QUEUE_POLL_S": "the embedded broker's; the stacks use Redis",
+}
+# Set by the stack itself, whatever the environment says.
+FIXED = {"MEMORACE_SANDBOX": "docker"}
+PER_WORKER = {"MEMORACE_GPU_SLOT"}  # a worker's own slot: the api and beat have none
+
+
+def settings_read_by_the_code() -> set[str]:
+    """Every MEMORACE_* setting that api/, worker/ and judge/ read from the environment."""
+    names = set(
+        re.findall(r'_(?:env|int|float)\("([A-Z_]+)"', (ROOT / "api/settings.py").read_text())
+    )
+    for package in ("api", "worker", "judge"):
+        for source in (ROOT / package).rglob("*.py"):
+            names |= set(
+                re.findall(r'environ(?:\.get)?[(\[]"MEMORACE_([A-Z_]+)"', source.read_text())
+            )
+    assert len(names) > 40, sorted(names)  # the patterns still find them
+    return {f"MEMORACE_{n}" for n in names - set(NOT_PASSED) - {"CASE_DIR", "OUT_DIR"}}
+
+
+def test_every_setting_reaches_every_service_of_each_stack(tmp_path: Path) -> None:
+    """An operator's setting (exported, or in .env) reaches the api, the workers and beat
+    of every stack file; one left unset stays unset (the code's default), never empty."""
+    names = settings_read_by_the_code() | {"MEMORACE_API_PROCESSES"}  # the api image's command
+    values = {n: f"/srv/{n.lower()}" for n in names}
+    gpus = tmp_path / "docker-compose.gpus.yml"
+    generate = [str(ROOT / "scripts/compose-gpu-workers"), "--worker-host", "1"]
+    gpus.write_text(subprocess.run(generate, capture_output=True, text=True, check=True).stdout)
+    stacks = {
+        (ROOT / "docker-compose.yml", GPU_FILE): ("api", "worker", "beat", "worker-gpu1"),
+        (ROOT / "docker-compose.worker.yml", gpus): ("worker", "worker-gpu0"),
+    }
+    fixed = FIXED | {"MEMORACE_BLOB_STORE": "database", "MEMORACE_GPU_SLOT": None}
+    for files, services in stacks.items():
+        every = compose_config(*files, extra_env=values)
+        unset = compose_config(*files, extra_env={
+            "MEMORACE_DATABASE_URL": "postgresql+psycopg://m@10.0.0.1/m",
+            "MEMORACE_BROKER_URL": "redis://10.0.0.1:6379/0"})  # fmt: skip
+        for service in services:
+            env, bare = every[service]["environment"], unset[service]["environment"]
+            for name in sorted(names):
+                if name in PER_WORKER and not service.startswith("worker"):
+                    continue
+                if name in fixed and name in env and env[name] != values[name]:
+                    continue  # the stack's own value (a worker host's blob store, a GPU slot)
+                assert env.get(name) == values[name], (files[0].name, service, name)
+            empty = [n for n in names if n in bare and bare[n] == ""]
+            assert not empty, (files[0].name, service, empty)
+
+
+EMPTY_MEANS_DEFAULT = """
+import json
+from api.access.bodylimit import body_limit
+from api.db.session import pool_sizes
+from api.reads import readcache
+from api.settings import Settings
+from judge.buildcache import cache_from_env
+from judge.sandbox import docker
+print(json.dumps([repr(Settings()), body_limit(), pool_sizes(), cache_from_env().max_bytes,
+                  docker.IMAGE, readcache.STALENESS_S, readcache.LIVE_S]))
+"""
+
+
+def test_a_setting_left_empty_means_its_default(tmp_path: Path) -> None:
+    """`MEMORACE_X=` (an .env line without a value) is the default, never a crash on int("")."""
+    base = {k: v for k, v in os.environ.items() if not k.startswith("MEMORACE_")}
+    base |= {"MEMORACE_DATA_DIR": str(tmp_path), "MEMORACE_BUILD_CACHE_DIR": str(tmp_path)}
+    empty = base | {n: "" for n in settings_read_by_the_code() if n not in base}
+
+    def run(env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+        argv = [sys.executable, "-c", EMPTY_MEANS_DEFAULT]
+        return subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+
+    runs = [run(base), run(empty)]
+    assert all(r.returncode == 0 for r in runs), [r.stderr[-2000:] for r in runs]
+    assert runs[0].stdout == runs[1].stdout

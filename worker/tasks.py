@@ -90,7 +90,7 @@ def own_cores() -> None:
     1; 0: no pinning)."""
     if _claims:
         return
-    per_slot = os.environ.get("MEMORACE_SLOT_CORES", "1")
+    per_slot = os.environ.get("MEMORACE_SLOT_CORES") or "1"
     try:
         per = int(per_slot) if per_slot.isdigit() else 1
         # the host's temporary folder (shared by a host's worker containers), never

@@ -32,7 +32,7 @@ UPLOAD_ROUTES = frozenset(
 
 def body_limit() -> int:
     """MEMORACE_BODY_LIMIT_BYTES, default 256 KiB: room for any JSON call or page form."""
-    return int(os.environ.get("MEMORACE_BODY_LIMIT_BYTES", str(DEFAULT_LIMIT_BYTES)))
+    return int(os.environ.get("MEMORACE_BODY_LIMIT_BYTES") or DEFAULT_LIMIT_BYTES)
 
 
 def too_large_message(limit: int) -> str:

@@ -35,7 +35,7 @@ from judge.sandbox.cores import docker_cpuset
 from judge.sandbox.dialog import CLOSED, LOST, Talk
 from judge.sandbox.docker_agent import HELLO, PLANNER_USER, Agent, AgentLost
 
-IMAGE = os.environ.get("MEMORACE_RUNNER_IMAGE", "memorace/runner:latest")
+IMAGE = os.environ.get("MEMORACE_RUNNER_IMAGE") or "memorace/runner:latest"
 SEAL_TIMEOUT_S = 60.0
 PIDS_LIMIT = 256
 TMPFS = {

@@ -21,7 +21,7 @@ from pathlib import Path
 from judge.sandbox.base import SandboxError
 
 # Uids with no passwd entry: they own nothing, so all their processes can be killed.
-SANDBOX_UID_BASE = int(os.environ.get("MEMORACE_SANDBOX_UID_BASE", "1200000"))
+SANDBOX_UID_BASE = int(os.environ.get("MEMORACE_SANDBOX_UID_BASE") or "1200000")
 SANDBOX_UID_COUNT = 100_000
 PROBE_UID = 65534
 MAX_PROCESSES = 64
