@@ -1,7 +1,8 @@
 """Experiments (not shipped): online-serve on a belt. KV caches are replaced in a fixed
 order (layer after layer, request after request), so written one after another they form
 a ring whose free part (the belt's gap) lies between the newest cache and the oldest one;
-the step's temporaries go into that gap, at its far end. See predict_notes.md ("Belt")."""
+the step's temporaries go into that gap, at its far end. See predict_notes.md,
+"Structural layouts"."""
 
 from __future__ import annotations
 

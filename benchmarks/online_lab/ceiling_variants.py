@@ -1,6 +1,6 @@
 """Experiments (not shipped): online-serve placement against a ceiling at the lower bound
 read from the capacity (the problem's rule: capacity = 1.6 x bound, rounded up to 2 MiB,
-so bound <= capacity * 5 / 8). See predict_notes.md ("Ceiling")."""
+so bound <= capacity * 5 / 8). See predict_notes.md, "Structural layouts"."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Experiments (not shipped): Ties with greedy (best fit) run in shadow as a guard. See
-predict_notes.md ("Guard")."""
+predict_notes.md, "Structural layouts"."""
 
 from __future__ import annotations
 

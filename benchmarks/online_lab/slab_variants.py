@@ -1,6 +1,6 @@
 """Experiments (not shipped): online-serve with KV caches on a conveyor (a ring in
 replacement order) and the step's temporaries at the conveyor's head. See
-predict_notes.md ("Conveyor")."""
+predict_notes.md, "Structural layouts"."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
 """Experiments (not shipped): KV caches in a zone at the bottom, kept as a ring in their
-replacement order; temporaries above the zone. See predict_notes.md ("Zone")."""
+replacement order; temporaries above the zone. See predict_notes.md, "Structural
+layouts"."""
 
 from __future__ import annotations
 
