@@ -4,6 +4,7 @@ Only organizers may read them (an organizer's bearer token, or session)."""
 
 from __future__ import annotations
 
+import hmac
 from collections.abc import Iterable, Iterator
 from typing import Any, TypeVar
 
@@ -91,14 +92,27 @@ def _latency(db) -> HistogramMetricFamily:  # type: ignore[no-untyped-def]
     return family
 
 
+def _scraper(request: Request, settings: Settings) -> bool:
+    """The request carries the metrics secret (MEMORACE_METRICS_TOKEN), compared in
+    constant time: it reads /metrics only, being no account's token anywhere else."""
+    if not settings.metrics_token:
+        return False
+    scheme, _, given = request.headers.get("authorization", "").partition(" ")
+    expected = settings.metrics_token.strip().encode()
+    return scheme.lower() == "bearer" and hmac.compare_digest(given.strip().encode(), expected)
+
+
 def metrics_response(request: Request, db: Session, settings: Settings) -> Response:
     """The exposition for an organizer; a plain 401/403 otherwise (never the login page:
     the reader is a scraper)."""
+    if _scraper(request, settings):
+        return Response(generate_latest(REGISTRY), media_type=CONTENT_TYPE_LATEST)
     user = user_or_none(request, db, settings)
     if user is None or not user.is_admin:
         status = 401 if user is None else 403
         return PlainTextResponse(
-            "/metrics needs an organizer's token: 'Authorization: Bearer <token>'\n",
+            "/metrics needs an organizer's token or the metrics token: "
+            "'Authorization: Bearer <token>'\n",
             status_code=status,
             headers={"WWW-Authenticate": "Bearer"},
         )

@@ -15,6 +15,7 @@ from pathlib import Path
 from api.service_urls import with_password
 
 ROOT = Path(__file__).resolve().parents[1]
+METRICS_TOKEN_MIN = 32
 
 
 def _env(name: str, default: str) -> str:
@@ -134,10 +135,19 @@ class Settings:
     # Freeze what an API process made at startup and by its first requests out of the
     # garbage collector's full passes (api.gc_freeze); "0": never (tests' in-process apps).
     heap_freeze: bool = field(default_factory=lambda: _env("HEAP_FREEZE", "1") != "0")
+    # A secret that reads /metrics and nothing else (Prometheus' credentials file), so the
+    # scraper needs no organizer's token; "" = only organizers' tokens read /metrics.
+    # Shorter than METRICS_TOKEN_MIN characters: refused at start (a guessable secret).
+    metrics_token: str = field(default_factory=lambda: _env("METRICS_TOKEN", ""))
     # Where contestants pip-install the judge from (the starter kit's README says it).
     repository_url: str = field(default_factory=lambda: _env("REPOSITORY_URL", ""))
 
     def __post_init__(self) -> None:
+        if self.metrics_token and len(self.metrics_token.strip()) < METRICS_TOKEN_MIN:
+            raise ValueError(
+                f"MEMORACE_METRICS_TOKEN must be at least {METRICS_TOKEN_MIN} characters "
+                "(e.g. openssl rand -hex 32)"
+            )
         data = self.data_dir
         if not self.database_url:
             object.__setattr__(
