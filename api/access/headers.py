@@ -7,12 +7,18 @@ itself and nothing more; anything else (downloads, exports, JSON, text) nothing 
 Both sandbox the document, so that one opened in its own tab runs no script and has no
 access to the site's origin. Pages keep their own policy (api.pages.common, api.routes.docs).
 
+A redirect that Starlette makes absolute from the request's Host header (a missing or
+extra trailing slash, /guide to /guide/) goes out as a path: a forged Host never becomes
+a link to another site (a cache in front would keep it for everyone).
+
 SecureHeaders wraps the app outside api.routes.hot_reads.HotReads: the answers kept there get
 the same headers. Errors that Starlette answers outside every middleware (an unhandled
 exception) get them from `secure` (api.app._error).
 """
 
 from __future__ import annotations
+
+from urllib.parse import urlsplit
 
 from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -22,6 +28,7 @@ SVG_CSP = "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'
 DOWNLOAD_CSP = "default-src 'none'; frame-ancestors 'none'; sandbox"
 _TYPE_OPTIONS = b"x-content-type-options"
 _CSP = b"content-security-policy"
+_LOCATION = b"location"
 
 
 def policy_for(content_type: str) -> str:
@@ -39,6 +46,23 @@ def secured(headers: list[tuple[bytes, bytes]]) -> list[tuple[bytes, bytes]]:
         kind = next((v for k, v in headers if k.lower() == b"content-type"), b"")
         out.append((_CSP, policy_for(kind.decode("latin-1")).encode()))
     return out
+
+
+def own_location(headers: list[tuple[bytes, bytes]]) -> list[tuple[bytes, bytes]]:
+    """`headers` with an absolute Location made a path (and query): the service sends no
+    one to another site, and Starlette's absolute ones name whatever Host was sent."""
+    return [(n, _path_of(v) if n.lower() == _LOCATION else v) for n, v in headers]
+
+
+def _path_of(location: bytes) -> bytes:
+    try:
+        url = urlsplit(location.decode("latin-1"))
+    except ValueError:  # not a URL at all: nothing a browser would follow elsewhere
+        return b"/"
+    if url.scheme or url.netloc:
+        path = "/" + (url.path or "/").lstrip("/")  # never "//host": a browser reads a site
+        return (path + (f"?{url.query}" if url.query else "")).encode("latin-1")
+    return location
 
 
 def secure(response: Response) -> Response:
@@ -62,7 +86,8 @@ class SecureHeaders:
 
         async def with_headers(message: Message) -> None:
             if message["type"] == "http.response.start":
-                message = {**message, "headers": secured(list(message.get("headers", ())))}
+                headers = secured(list(message.get("headers", ())))
+                message = {**message, "headers": own_location(headers)}
             await send(message)
 
         await self.app(scope, receive, with_headers)
