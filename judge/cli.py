@@ -155,7 +155,9 @@ def _imported(problem: Problem) -> None:
 @app.command("judge")
 def judge_cmd(
     planner: Path,
-    problem: Annotated[str, typer.Option(help="slug under problems/ or a package path")],
+    problem: Annotated[
+        str, typer.Option(help="a package path, or a slug under ./problems or the checkout's")
+    ],
     split: Annotated[str, typer.Option(help="public | hidden | all")] = "all",
     time_limit: Annotated[float | None, typer.Option(help="override, seconds")] = None,
     sandbox: Annotated[
@@ -228,9 +230,15 @@ def _planners_for(prob: Problem, planners: list[Path]) -> list[Path]:
 
 
 def _load(slug_or_path: str) -> Problem:
-    path = Path(slug_or_path)
-    if not (path / "problem.toml").is_file():
-        path = ROOT / "problems" / slug_or_path
+    """A package path, else a slug under ./problems (where imports and the starter kit
+    put packages), else under the checkout's problems/ (the shipped ones)."""
+    places = [Path(slug_or_path)]
+    if slug_or_path and "/" not in slug_or_path and slug_or_path not in (".", ".."):
+        places += [Path.cwd() / "problems" / slug_or_path, ROOT / "problems" / slug_or_path]
+    path = next((p for p in places if (p / "problem.toml").is_file()), None)
+    if path is None:
+        looked = ", ".join(str(p) for p in dict.fromkeys(places))
+        raise _fail(f"no problem package {slug_or_path!r}: no problem.toml in {looked}")
     try:
         return load_problem(path)
     except InputError as exc:
