@@ -42,7 +42,7 @@ from worker.results import add_line, owned
 
 log = logging.getLogger("memorace.worker")
 POLL_S = 0.5  # how often an owner with nothing left to take looks at its helpers' cases
-SHARE_MAX_BYTES = 256 * 2**20  # a bigger build stays on its host (blobs are never collected)
+SHARE_MAX_BYTES = 256 * 2**20  # a bigger build stays on its host (collected: worker.build_blobs)
 CLAIM_TRIES = 20  # SQLite: a claim that lost a race on the unique key tries the next case
 
 

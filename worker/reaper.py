@@ -4,7 +4,8 @@ As a task it waited behind every queued judging: during a long backlog it never 
 and when it finally did, it took the backlog for lost messages. Beat (one per
 deployment: the `beat` service in compose, the `-B` process of `scripts/serve`'s
 worker) now calls it in its own process; the broker carries only judgings and
-imports, on either broker (Redis or the embedded file broker). Per-host housekeeping
+imports, on either broker (Redis or the embedded file broker); each pass also collects
+the builds of ended judgings (worker.build_blobs). Per-host housekeeping
 (orphan sandboxes) runs in each worker's main process instead (worker.tasks).
 """
 
@@ -25,6 +26,7 @@ from api.db.session import session_scope
 from api.live import news
 from api.live.news import News
 from api.settings import Settings, get_settings
+from worker import build_blobs
 from worker.results import add_line
 
 log = logging.getLogger("memorace.reaper")
@@ -37,14 +39,16 @@ def run(settings: Settings) -> None:
     try:
         judgings = reap(settings)
         imports = api_imports.resend_lost(settings)
+        builds = build_blobs.collect(settings)
     except Exception:
         log.exception("reaper run failed")
         return
     took = time.monotonic() - started
     log.info(
-        "reaper ran in %.3f s: re-sent judgings %s, import jobs %s", took, judgings, imports,
+        "reaper ran in %.3f s: re-sent judgings %s, import jobs %s; %d builds collected",
+        took, judgings, imports, builds,
         extra={"reaper_took_s": round(took, 3), "resent_judgings": judgings,
-               "resent_imports": imports},
+               "resent_imports": imports, "collected_builds": builds},
     )  # fmt: skip
 
 
