@@ -146,8 +146,12 @@ def fill(f: Filler, with_contest: bool) -> dict[str, int]:
     teams' ids by name."""
     if with_contest:  # as api.actions.admin.contest made it: id 1, then the organizers' settings
         end = T0 + timedelta(days=2)
-        f.add("contest", id=1, title="Winter race", start_at=T0, end_at=end,
-              hidden_revealed=True, hidden_detail="judged")  # fmt: skip
+        settings = {"title": "Winter race", "start_at": T0, "end_at": end,
+                    "hidden_revealed": True, "hidden_detail": "judged"}  # fmt: skip
+        if f.has("contest", "slug"):  # from 0014 on its migration made the row
+            f.set("contest", {"id": 1}, slug="main", is_current=True, **settings)
+        else:
+            f.add("contest", id=1, **settings)
     teams = [("red", False), ("blue", False)]
     if f.has("teams", "system"):  # the baselines came with 0007
         teams.append((BASELINES_TEAM, True))
@@ -165,18 +169,31 @@ def fill(f: Filler, with_contest: bool) -> dict[str, int]:
         score = 0.5 + n / 10
         sub = f.add("submissions", team_id=team[t], user_id=user[who], size=100 + n,
                     version_id=versions[n % 2], sha256=f"{n + 10:064x}", public_score=score,
-                    created_at=T0 + timedelta(hours=n))  # fmt: skip
+                    created_at=T0 + timedelta(hours=n),
+                    contest_id=None if t == BASELINES_TEAM else 1)  # fmt: skip
         judging = f.add("judgings", submission_id=sub, public_score=score)
         f.set("submissions", {"id": sub}, current_judging_id=judging)
         for case, split in (("a", "public"), ("b", "hidden")):
             f.add("case_results", judging_id=judging, case=case, split=split, peak=2000 + n)
     f.add("audit_log", at=T0, actor_id=user["admin"], action="contest.update",
-          target="contest", detail={"end_at": "2026-12-03"})  # fmt: skip
-    f.add("audit_log", at=T0, action="login.failed", target="mallory", detail={})
+          target="contest", detail={"end_at": "2026-12-03"}, contest_id=1)  # fmt: skip
+    f.add("audit_log", at=T0, action="login.failed", target="mallory", detail={}, contest_id=1)
+    _contest_rows(f, team)
     f.add("messages", kind="clarification", team_id=team["red"], author_id=user["alice"],
           problem="tiny", text="Is the capacity in bytes?", answer="", audience="team",
           created_at=T0)  # fmt: skip
     return team
+
+
+def _contest_rows(f: Filler, team: dict[str, int]) -> None:
+    """From 0014 on, what a release at that revision keeps of contest 1: every problem
+    (at its current version: NULL) and every contestant team, approved."""
+    for position, problem in enumerate(f.ids("problems")):
+        f.add("contest_problems", contest_id=1, problem_id=problem, version_id=None,
+              position=position)  # fmt: skip
+    for name in ("red", "blue"):
+        f.add("registrations", contest_id=1, team_id=team[name], status="approved",
+              created_at=T0)  # fmt: skip
 
 
 def _problems(f: Filler) -> list[int]:

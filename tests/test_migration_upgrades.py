@@ -85,13 +85,15 @@ def _every_column(f: Filler, team: dict[str, int]) -> None:
           lower_bound=BIG - 7, memory_mb=1.5, plan_digest="d" * 64, makespan_us=1e300,
           request_us_mean=0.25, request_us_p99=2.0**-1074, message=TEXT)  # fmt: skip
     f.add("audit_log", at=S1, actor_id=alice, action="upgrade", target=TEXT,
-          detail={"note": TEXT, "n": BIG, "list": [1, None, True, 0.5]})  # fmt: skip
+          detail={"note": TEXT, "n": BIG, "list": [1, None, True, 0.5]},
+          contest_id=1)  # fmt: skip
     f.add("web_sessions", session_hash="f" * 64, user_id=alice, created_at=S1, expires_at=S2,
           ended_at=S2)  # fmt: skip
     f.add("login_throttle", key=f"user:{TEXT}", failures=2**31 - 1, last_failure_at=S1,
           locked_until=S2)  # fmt: skip
     f.add("import_jobs", actor_id=alice, filename=f"{TEXT}.zip", sha256="a" * 64, status="done",
-          detail=TEXT, version_id=version, created_at=S1, finished_at=S2)  # fmt: skip
+          detail=TEXT, version_id=version, created_at=S1, started_at=S1,
+          finished_at=S2)  # fmt: skip
     f.add("workers", name=f"celery@{TEXT}", host="h", pid=2**31 - 1, gpu_slot=3,
           sandbox="docker", version="1", state="busy", current_task="judge",
           current_judging_id=judging, started_at=S1, last_seen=S2, stopped_at=S2)  # fmt: skip

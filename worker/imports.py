@@ -8,6 +8,7 @@ and not the worker; the job then fails with the reason.
 from __future__ import annotations
 
 import logging
+import math
 import os
 import resource
 import subprocess
@@ -22,8 +23,13 @@ log = logging.getLogger("memorace.worker")
 def run(settings: Settings, job_id: int) -> str:
     memory = settings.import_memory_mb * 2**20
 
+    # CPU seconds too: a child left behind by a killed worker cannot outlive the limit
+    # (the reaper re-sends such a job once the limit is long past: api.actions.imports).
+    cpu = math.ceil(settings.import_time_limit_s) + 10
+
     def limit() -> None:
         resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
+        resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu))
 
     # One thread per numeric library: their per-thread buffers would count against the
     # address-space limit on a host with many cores.

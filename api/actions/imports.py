@@ -13,7 +13,7 @@ import logging
 import secrets
 import shutil
 import sys
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -125,7 +125,7 @@ def run_job(settings: Settings, job_id: int) -> str:
         claimed = db.execute(
             update(ImportJob)
             .where(ImportJob.id == job_id, ImportJob.status == "queued")
-            .values(status="running")
+            .values(status="running", started_at=utcnow())
         ).rowcount
         job = db.get(ImportJob, job_id)
         if job is None or not claimed:
@@ -170,19 +170,38 @@ def _fetch_upload(settings: Settings, job_id: int, filename: str, sha: str) -> P
 def resend_lost(settings: Settings) -> list[int]:
     """Re-send jobs queued longer than the reaper's re-send delay whose message the
     broker no longer holds (a lost message, e.g. after a Redis restart; one waiting
-    behind a backlog is not lost); a duplicate message finds the job claimed and does
-    nothing."""
+    behind a backlog is not lost), and jobs still running long after their time limit
+    (their worker died, or a restore brought them back as running: no worker holds
+    them). A duplicate message finds the job claimed and does nothing."""
     held = queue.messages_in_broker(queue.IMPORT_TASK, settings.requeue_after_s) or set()
-    stale = utcnow() - timedelta(seconds=settings.requeue_after_s)
+    now = utcnow()
+    stale = now - timedelta(seconds=settings.requeue_after_s)
     with session_scope(settings.database_url) as db:
         queued = db.scalars(select(ImportJob).where(ImportJob.status == "queued"))
         ids = [job.id for job in queued if aware(job.created_at) < stale and job.id not in held]
+        ids += _abandoned(db, settings, now)
     for job_id in ids:
         try:
             queue.enqueue_import(job_id)
         except Exception as exc:
             log.warning("reaper cannot enqueue import job %s: %s", job_id, exc)
     return ids
+
+
+def _abandoned(db: Session, settings: Settings, now: datetime) -> list[int]:
+    """Running jobs whose worker would have ended them long ago (it stops the import at
+    its time limit): queued again. A running job without a start (taken before 0015)
+    starts its clock now."""
+    limit = timedelta(seconds=settings.import_time_limit_s + 2 * settings.requeue_after_s)
+    again = []
+    for job in db.scalars(select(ImportJob).where(ImportJob.status == "running")):
+        if job.started_at is None:
+            job.started_at = now
+        elif aware(job.started_at) < now - limit:
+            job.status, job.started_at = "queued", None
+            job.detail = f"{now:%H:%M:%S} re-sent: the worker importing it stopped answering"
+            again.append(job.id)
+    return again
 
 
 def finish(

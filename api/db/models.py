@@ -349,6 +349,8 @@ class ImportJob(Base):
     detail: Mapped[str] = mapped_column(Text, default="")
     version_id: Mapped[int | None] = mapped_column(Integer)
     created_at: Mapped[datetime] = mapped_column(Stamp, default=utcnow)
+    # When a worker took it (the reaper re-sends a running job whose worker died).
+    started_at: Mapped[datetime | None] = mapped_column(Stamp)
     finished_at: Mapped[datetime | None] = mapped_column(Stamp)
 
 
