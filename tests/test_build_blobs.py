@@ -14,7 +14,7 @@ from api.blobs import blob_store
 from api.bootstrap import bootstrap
 from api.db.models import Blob, BlobChunk, Judging, ProblemVersion, Submission, Team, User
 from api.db.session import session_scope
-from api.settings import Settings
+from api.settings import Settings, get_settings
 from tests.service import postgres_database
 from tests.test_package import make_package
 from worker import build_blobs
@@ -24,12 +24,16 @@ NAMES = itertools.count()
 
 @pytest.fixture
 def settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
-    with postgres_database() as url:
+    with postgres_database() as url:  # as the service is configured: from its environment
         monkeypatch.setenv("MEMORACE_BLOB_STORE", "database")
-        config = Settings(data_dir=tmp_path / "data", database_url=url)
+        monkeypatch.setenv("MEMORACE_DATABASE_URL", url)
+        monkeypatch.setenv("MEMORACE_DATA_DIR", str(tmp_path / "data"))
+        get_settings.cache_clear()
+        config = get_settings()
         config.ensure_dirs()
         bootstrap(config, "admin", [make_package(tmp_path / "pkg")])
         yield config
+        get_settings.cache_clear()
 
 
 def judging(db, status: str, build: str | None, upload: str = "0" * 64) -> int:
