@@ -3,7 +3,7 @@ planners' scores (lower bound / makespan), how busy the host links are in each p
 (the busiest copy engine, NVMe's included: time with a copy on it / makespan),
 and whether each plan is valid. The strong planner is run from its source
 (reference_solutions/offload_strong_v2/strong.py, v2 cases only: on v1 ones it hands
-over to offload_strong.cpp, judged by tests/test_offload_planners.py) with a time limit
+over to offload_strong_v1/, judged by tests/test_offload_planners.py) with a time limit
 of --strong-limit seconds per case (default 15; it searches 75 % of it, at most limit - 4).
 Each cell ends with the planner's CPU time and, in brackets, its wall time: the strong
 planner's search stops on wall time, so on a loaded machine it searches less.
@@ -37,7 +37,7 @@ from judge.verdict import Verdict
 ROOT = Path(__file__).resolve().parents[1]
 PLANNERS = {
     "naive": "offload_naive.py",
-    "greedy": "offload_greedy.py",
+    "greedy": "offload_greedy/offload_greedy.py",
     "strong": "offload_strong_v2/strong.py",
 }
 OFFLOAD = get_type("offload")

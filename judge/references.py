@@ -18,7 +18,7 @@ BASELINES: dict[str, dict[str, str]] = {
     },
     "offload": {
         "naive": "offload_naive.py",
-        "greedy": "offload_greedy.py",
+        "greedy": "offload_greedy.tar.gz",  # made by reference_solutions/offload_greedy/pack.py
         "strong": "offload_strong.tar.gz",  # made by reference_solutions/offload_strong_v2/pack.py
     },
     "online": {
@@ -28,10 +28,12 @@ BASELINES: dict[str, dict[str, str]] = {
         "strong": "online_strong.tar.gz",  # made by reference_solutions/online_strong/pack.py
     },
 }
-# The starter kit's template per language: the simplest reference that passes.
+# The starter kit's template per language: the simplest reference that passes. A C++
+# archive (offload_strong_v1.tar.gz, made by reference_solutions/offload_strong_v1/pack.py)
+# goes into the kit as one planner.cpp (judge.starterkit.template_source).
 TEMPLATES: dict[str, dict[str, str]] = {
     "offset": {"python": "naive.py", "cpp": "greedy_size.cpp"},
-    "offload": {"python": "offload_naive.py", "cpp": "offload_strong.cpp"},
+    "offload": {"python": "offload_naive.py", "cpp": "offload_strong_v1.tar.gz"},
 }
 
 

@@ -18,11 +18,13 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import tomllib
 import zipfile
 from pathlib import Path
 from typing import Any
 
+from judge.archive import tar_members
 from judge.package import Problem
 from judge.references import FOLDER, templates_for
 
@@ -30,6 +32,7 @@ STAMP = (1980, 1, 1, 0, 0, 0)
 SUFFIX = {"python": "py", "cpp": "cpp"}
 STARTER = Path(__file__).parent / "starter"  # package data
 STARTERS = {"online": ("allocator.py", "allocator.cpp")}  # best fit over a free list, commented
+INCLUDE = re.compile(r'#include "([^"]+)"')  # a C++ template's own module
 INSTALL = "pip install 'memorace @ git+REPOSITORY'"  # REPOSITORY: where the service's code is
 
 
@@ -41,6 +44,29 @@ def kit_templates(ptype: str) -> dict[str, Path]:
         return {name: path for name, path in found.items() if path.is_file()}
     named = templates_for(ptype)
     return {f"planner.{SUFFIX[lang]}": named[lang] for lang in SUFFIX if lang in named}
+
+
+def template_source(path: Path) -> bytes:
+    """A template's bytes for the kit: a single file as it is; a C++ archive of modules
+    (offload_strong_v1.tar.gz) as one file, its main.cpp with each `#include "NAME"` of
+    a member replaced by that member (the first time, as its `#pragma once` says), so the
+    kit's planner.cpp is the program the archive builds, in one file."""
+    if not path.name.endswith(".tar.gz"):
+        return path.read_bytes()
+    members, seen = tar_members(path), set[str]()
+
+    def unfolded(name: str) -> str:
+        seen.add(name)
+        out: list[str] = []
+        for line in members[name].decode().splitlines(keepends=True):
+            included = INCLUDE.match(line)
+            if included and included[1] in members:
+                out.append("" if included[1] in seen else unfolded(included[1]))
+            elif line.strip() != "#pragma once":
+                out.append(line)
+        return "".join(out)
+
+    return unfolded("main.cpp").encode()
 
 
 def command(problem: Problem, planner: str = "planner.py") -> str:
@@ -61,7 +87,7 @@ def starter_kit(problem: Problem, repository: str = "") -> tuple[str, bytes]:
         )
     templates = kit_templates(problem.type)
     for name, path in templates.items():
-        files[name] = path.read_bytes()
+        files[name] = template_source(path)
     files["CONTRACT.md"] = contract(problem.type).encode()
     files["README.md"] = readme(problem, list(templates), repository).encode()
     buffer = io.BytesIO()

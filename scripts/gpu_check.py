@@ -24,7 +24,7 @@ from judge.replay import replay  # noqa: E402
 
 PLANNERS = {
     "offset": "greedy_size.cpp",
-    "offload": "offload_greedy.py",
+    "offload": "offload_greedy/offload_greedy.py",
     "online": "online_greedy.py",
 }
 

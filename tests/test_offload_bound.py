@@ -23,7 +23,7 @@ from judge.types.offload.verifier import verify
 from judge.verdict import Verdict
 from tests.conftest import ROOT
 
-sys.path.insert(0, str(ROOT / "reference_solutions"))
+sys.path.insert(0, str(ROOT / "reference_solutions" / "offload_greedy"))  # its parts too
 import offload_greedy as greedy
 
 SEEN: list[bool] = []

@@ -10,7 +10,6 @@ must score at least the naive one on every shipped case and more on most.
 from __future__ import annotations
 
 import functools
-import importlib.util
 import itertools
 import json
 import math
@@ -30,11 +29,15 @@ from judge.pipeline import JudgeReport, judge_planner
 from judge.types import get_type
 from judge.types.offload.case import parse_case
 from judge.verdict import Verdict
-from tests.conftest import ROOT, shipped
+from tests.conftest import ROOT, load_script, shipped
 
 PLANNERS = ROOT / "reference_solutions"
 SLUG = "train-offload"
-NAIVE, GREEDY, STRONG = "offload_naive.py", "offload_greedy.py", "offload_strong.cpp"
+NAIVE, GREEDY, STRONG = "offload_naive.py", "offload_greedy.tar.gz", "offload_strong_v1.tar.gz"
+# The two archives' folders, run and imported directly here: greedy's entry module and the
+# v1 planner's unity build (what each archive's memorace.toml runs and builds).
+GREEDY_PY = PLANNERS / "offload_greedy" / "offload_greedy.py"
+STRONG_CPP = PLANNERS / "offload_strong_v1" / "main.cpp"
 STRONG_LIMIT_S = 5.0  # the strong planner searches until min(0.8 x limit, 25 s)
 OFFLOAD = get_type("offload")
 
@@ -165,12 +168,12 @@ def commands(tmp_path_factory) -> dict[str, list[str]]:
     build = tmp_path_factory.mktemp("offload-strong")
     binary = build / "planner"
     subprocess.run(
-        ["g++", "-O2", "-std=c++20", "-o", str(binary), str(PLANNERS / STRONG)],
+        ["g++", "-O2", "-std=c++20", "-o", str(binary), str(STRONG_CPP)],
         check=True, capture_output=True, timeout=300,
     )  # fmt: skip
     return {
         NAIVE: [sys.executable, str(PLANNERS / NAIVE)],
-        GREEDY: [sys.executable, str(PLANNERS / GREEDY)],
+        GREEDY: [sys.executable, str(GREEDY_PY)],
         STRONG: [str(binary)],
     }
 
@@ -272,10 +275,8 @@ def test_planners_are_valid_on_edge_cases(name, commands, tmp_path):
 
 
 def _module(name: str):
-    spec = importlib.util.spec_from_file_location(name.removesuffix(".py"), PLANNERS / name)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    """The planner as a module (greedy's entry with its folder importable: its parts)."""
+    return load_script(GREEDY_PY if name == GREEDY else PLANNERS / name)
 
 
 @pytest.mark.parametrize("name", [NAIVE, GREEDY])

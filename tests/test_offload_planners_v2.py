@@ -24,7 +24,7 @@ from tests.test_offload_planners import EDGE_CASES, random_case
 from tests.test_offload_v2_reference import need, v2_cases
 
 PLANNERS = ROOT / "reference_solutions"
-NAMES = {"naive": "offload_naive.py", "greedy": "offload_greedy.py"}
+NAMES = {"naive": "offload_naive.py", "greedy": "offload_greedy/offload_greedy.py"}
 DIGESTS = ROOT / "tests/fixtures/offload_v1_plan_digests.json"
 V1_PACKAGE = ROOT / "problems/train-offload/generator/v1"
 

@@ -88,7 +88,7 @@ def makespan(case: dict[str, Any], raw: dict[str, Any]) -> Fraction | None:
 def strong_vs_greedy(unpacked: Path, case: dict[str, Any], limit: float) -> None:
     """Strong's plan is valid wherever greedy's is, and never slower."""
     strong = makespan(case, run(unpacked / "strong.py", case, limit))
-    greedy = makespan(case, run(FOLDER / "offload_greedy.py", case, limit))
+    greedy = makespan(case, run(FOLDER / "offload_greedy" / "offload_greedy.py", case, limit))
     assert greedy is None or (strong is not None and strong <= greedy)
 
 

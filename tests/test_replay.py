@@ -204,7 +204,7 @@ SMALL_CASE = {
 SMALL_PLAN = {"tensors": [{"id": "a", "residencies": [{"offset": 0, "uses": 2}]}]}
 
 
-@pytest.mark.parametrize("planner", ["offload_naive.py", "offload_greedy.py"])
+@pytest.mark.parametrize("planner", ["offload_naive.py", "offload_greedy/offload_greedy.py"])
 def test_replay_agrees_on_every_shipped_offload_case(planner, tmp_path):
     """Real plans from the reference planners, and each one broken in two ways."""
     import scripts.gpu_check as gpu_check

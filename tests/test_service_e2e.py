@@ -235,7 +235,7 @@ def test_an_offload_problem_is_judged_and_replayed_by_the_same_service(stack):
         token, service.submit(token, OFFLOAD, planners / "offload_naive.py")["id"]
     )
     greedy = service.wait_done(
-        token, service.submit(token, OFFLOAD, planners / "offload_greedy.py")["id"]
+        token, service.submit(token, OFFLOAD, planners / "offload_greedy.tar.gz")["id"]
     )
     for done in (naive, greedy):
         assert done["status"] == "done", done["status_detail"]

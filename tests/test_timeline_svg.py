@@ -236,7 +236,7 @@ def greedy_plan(problem, lc, tmp: Path):
     out.mkdir()
     problem.ptype.write_planner_input(lc.case, case_dir, {"time_limit_s": 10})
     env = {**os.environ, "MEMORACE_CASE_DIR": str(case_dir), "MEMORACE_OUT_DIR": str(out)}
-    planner = ROOT / "reference_solutions" / "offload_greedy.py"
+    planner = ROOT / "reference_solutions" / "offload_greedy" / "offload_greedy.py"
     cmd = [sys.executable, str(planner)]
     subprocess.run(cmd, env=env, check=True, timeout=120, capture_output=True)
     return problem.ptype.parse_plan(out / problem.ptype.plan_file, lc.case)

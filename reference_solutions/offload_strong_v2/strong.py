@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """Strong offload planner for v2 cases; Python 3.11 and numpy (an archive: see pack.py).
 
-v1 cases (no v2 field) go to the C++ planner `offload_strong.cpp` (built as
-./strong_v1 by memorace.toml). On v2 cases, anytime, every better plan written at once:
-1. greedy's plan (offload_greedy.py), so the result is never below greedy, then the
+v1 cases (no v2 field) go to the C++ planner `offload_strong_v1/` (its main.cpp built
+as ./strong_v1 by memorace.toml). On v2 cases, anytime, every better plan written at once:
+1. greedy's plan (offload_greedy/), so the result is never below greedy, then the
    same plan placed again by each release-aware placer (again after the seeds);
 2. with tensors that start on NVMe: the same choice with their copy-ins paced so that
    the NVMe reads run back to back from time 0 (nvme_pace.py; half the budget);
@@ -62,9 +62,11 @@ def is_v2(case):
 
 
 def importable():
-    """The greedy module and the judge's offload model: beside this file in the archive,
-    one and two folders up in the repository."""
-    for where in (HERE, HERE.parent, HERE.parent.parent):
+    """The greedy planner's modules (offload_greedy/, entry offload_greedy.py) and the
+    judge's offload model (judge/): beside this file in the archive, one and two folders
+    up in the repository."""
+    greedy = "offload_greedy"
+    for where in (HERE, HERE / greedy, HERE.parent / greedy, HERE.parent.parent):
         if str(where) not in sys.path:
             sys.path.append(str(where))
 
