@@ -4,8 +4,8 @@
 offload_greedy.py (the entry), its parts (every other .py here but this script) and
 memorace.toml. The v2 strong planner's archive (offload_strong_v2/pack.py) carries the
 same modules, as it plans with them. Fixed times and owners (judge.archive.pack_tar_gz);
-whether the archive is current is told by its members' names and contents (`current`),
-never by gzip's bytes (another zlib, other bytes).
+whether the archive is current is told by its members' names and contents
+(judge.archive.packed_current), never by gzip's bytes (another zlib, other bytes).
 
     python reference_solutions/offload_greedy/pack.py [OUT]
 """
@@ -18,33 +18,18 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))  # `python reference_solutions/.../pack.py` from anywhere
 
-from judge.archive import pack_tar_gz, packed_current, tar_members, write_packed  # noqa: E402
+from judge.archive import pack_tar_gz, write_packed  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 OUT = HERE.parent / "offload_greedy.tar.gz"
 
 
-def modules() -> list[Path]:
-    """The planner's Python files: the entry and its parts (not this script)."""
-    return sorted(p for p in HERE.glob("*.py") if p.name != "pack.py")
-
-
 def members() -> dict[str, bytes]:
-    """{name in the archive: contents}."""
-    files = [*modules(), HERE / "memorace.toml"]
+    """{name in the archive: contents}: the entry, its parts (not this script) and the
+    manifest."""
+    files = [p for p in HERE.glob("*.py") if p.name != "pack.py"] + [HERE / "memorace.toml"]
     return {path.name: path.read_bytes() for path in sorted(files)}
 
 
-def pack() -> bytes:
-    return pack_tar_gz(members())
-
-
-contents = tar_members  # {name: contents} of an archive's regular files
-
-
-def current(archive: Path = OUT) -> bool:
-    return packed_current(archive, members())
-
-
 if __name__ == "__main__":
-    write_packed(pack(), sys.argv, OUT)
+    write_packed(pack_tar_gz(members()), sys.argv, OUT)

@@ -5,7 +5,8 @@ memorace.toml, which builds main.cpp alone (a unity build) with the flags the ju
 a single .cpp file, so the program is the one the single offload_strong.cpp was. The v2
 planner's archive (offload_strong_v2/pack.py) carries the same sources for its v1 cases.
 Fixed times and owners (judge.archive.pack_tar_gz); whether the archive is current is
-told by its members' names and contents (`current`), never by gzip's bytes.
+told by its members' names and contents (judge.archive.packed_current), never by
+gzip's bytes.
 
     python reference_solutions/offload_strong_v1/pack.py [OUT]
 """
@@ -18,29 +19,17 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))  # `python reference_solutions/.../pack.py` from anywhere
 
-from judge.archive import pack_tar_gz, packed_current, tar_members, write_packed  # noqa: E402
+from judge.archive import pack_tar_gz, write_packed  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 OUT = HERE.parent / "offload_strong_v1.tar.gz"
-SOURCES = ("*.hpp", "main.cpp")  # what the v2 archive takes too (without the manifest)
 
 
 def members() -> dict[str, bytes]:
     """{name in the archive: contents}: every module, main.cpp and the manifest."""
-    files = [p for pattern in (*SOURCES, "memorace.toml") for p in HERE.glob(pattern)]
+    files = [*HERE.glob("*.hpp"), HERE / "main.cpp", HERE / "memorace.toml"]
     return {path.name: path.read_bytes() for path in sorted(files)}
 
 
-def pack() -> bytes:
-    return pack_tar_gz(members())
-
-
-contents = tar_members  # {name: contents} of an archive's regular files
-
-
-def current(archive: Path = OUT) -> bool:
-    return packed_current(archive, members())
-
-
 if __name__ == "__main__":
-    write_packed(pack(), sys.argv, OUT)
+    write_packed(pack_tar_gz(members()), sys.argv, OUT)
