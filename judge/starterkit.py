@@ -48,9 +48,10 @@ def kit_templates(ptype: str) -> dict[str, Path]:
 
 def template_source(path: Path) -> bytes:
     """A template's bytes for the kit: a single file as it is; a C++ archive of modules
-    (offload_strong_v1.tar.gz) as one file, its main.cpp with each `#include "NAME"` of
-    a member replaced by that member (the first time, as its `#pragma once` says), so the
-    kit's planner.cpp is the program the archive builds, in one file."""
+    (such as offload_strong_v1.tar.gz) as one file, its main.cpp with each
+    `#include "NAME"` of a member replaced by that member (the first time, as its
+    `#pragma once` says), so the kit's planner.cpp is the program the archive builds, in
+    one file."""
     if not path.name.endswith(".tar.gz"):
         return path.read_bytes()
     members, seen = tar_members(path), set[str]()

@@ -2,9 +2,10 @@
 (reference_solutions/offload_greedy/, reference_solutions/offload_strong_v1/): each archive
 holds its folder's current sources and packs the same way every time; the greedy one is
 the `greedy` offload baseline and runs its entry module, the v1 one builds main.cpp as the
-judge builds a single .cpp file (one translation unit) and is the starter kit's C++
-template, unfolded into one planner.cpp; every module says what it holds. Whether they
-plan well is tests/test_offload_planners.py's business."""
+judge builds a single .cpp file (one translation unit) and unfolds into one .cpp file as
+the starter kit unfolds a C++ archive; every module says what it holds. The kit's C++
+template is offload_naive.cpp (v1 handles no shipped case), handed out as it is. Whether
+they plan well is tests/test_offload_planners.py's business."""
 
 from __future__ import annotations
 
@@ -54,11 +55,16 @@ def test_v1_builds_main_cpp_as_the_judge_builds_a_single_file(tmp_path):
     assert sub.run == ["./planner"]
 
 
-def test_the_kit_gets_v1_as_one_planner_cpp():
+def test_the_kits_planner_cpp_is_offload_naive_cpp_as_it_is():
+    """The v2-capable port of the Python template (tests/test_offload_naive_cpp.py)."""
+    source = templates_for("offload")["cpp"]
+    assert source == FOLDER / "offload_naive.cpp"
+    assert template_source(source) == source.read_bytes()
+
+
+def test_v1_unfolds_into_one_cpp_file():
     """Every module once, in main.cpp's order, no include of a module left."""
-    archive = templates_for("offload")["cpp"]
-    assert archive == FOLDER / "offload_strong_v1.tar.gz"
-    unit = template_source(archive).decode()
+    unit = template_source(FOLDER / "offload_strong_v1.tar.gz").decode()
     assert not re.search(r'^#include "', unit, flags=re.MULTILINE)
     assert "#pragma once" not in unit and unit.count("int main()") == 1
     heads = [unit.index(f"// {m}.hpp: ") for m in V1_MODULES]
