@@ -29,12 +29,13 @@ BASELINES: dict[str, dict[str, str]] = {
     },
 }
 # The starter kit's template per language: the simplest reference that passes. Offload's
-# C++ template is offload_naive.cpp, a port of offload_naive.py (the v1-only
-# offload_strong_v1 archive failed every shipped case, all v2); a single file goes into
-# the kit as it is, a C++ archive as one planner.cpp (judge.starterkit.template_source).
+# C++ template is offload_naive_cpp.tar.gz (made by reference_solutions/offload_naive_cpp/
+# pack.py), a port of offload_naive.py (the v1-only offload_strong_v1 archive failed every
+# shipped case, all v2); a single file goes into the kit as it is, a C++ archive as one
+# planner.cpp (judge.starterkit.template_source).
 TEMPLATES: dict[str, dict[str, str]] = {
     "offset": {"python": "naive.py", "cpp": "greedy_size.cpp"},
-    "offload": {"python": "offload_naive.py", "cpp": "offload_naive.cpp"},
+    "offload": {"python": "offload_naive.py", "cpp": "offload_naive_cpp.tar.gz"},
 }
 
 
