@@ -16,7 +16,7 @@ from prometheus_client.registry import Collector
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from api.access.deps import user_or_none
+from api.access.deps import Unauthorized, bearer, user_or_none
 from api.db.models import CaseResultRow, Judging, aware
 from api.db.session import session_scope
 from api.settings import Settings, get_settings
@@ -97,9 +97,12 @@ def _scraper(request: Request, settings: Settings) -> bool:
     constant time: it reads /metrics only, being no account's token anywhere else."""
     if not settings.metrics_token:
         return False
-    scheme, _, given = request.headers.get("authorization", "").partition(" ")
+    try:
+        given = bearer(request)
+    except Unauthorized:  # not a bearer header: an organizer's check says so below
+        return False
     expected = settings.metrics_token.strip().encode()
-    return scheme.lower() == "bearer" and hmac.compare_digest(given.strip().encode(), expected)
+    return given is not None and hmac.compare_digest(given.encode(), expected)
 
 
 def metrics_response(request: Request, db: Session, settings: Settings) -> Response:

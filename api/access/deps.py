@@ -80,7 +80,7 @@ class Unauthorized(ServiceError):
 SESSION_KEY = "sid"  # the web session's random id, in the signed session cookie
 
 
-def _bearer(request: Request) -> str | None:
+def bearer(request: Request) -> str | None:
     """The token of `Authorization: Bearer TOKEN`; None without the header."""
     header = request.headers.get("authorization", "")
     if not header:
@@ -97,7 +97,7 @@ def _cached(request: Request, db: Session, token: str) -> tokencache.Entry | Non
 
 def _fresh_entry(request: Request, db: Session) -> tokencache.Entry | None:
     """This process's recent check of the request's token, when a read may use it as is."""
-    token = _bearer(request)
+    token = bearer(request)
     entry = _cached(request, db, token) if token else None
     return entry if entry is not None and not is_stale(entry.last_used_at) else None
 
@@ -127,7 +127,7 @@ def _caller(request: Request, db: Session, settings: Settings) -> Caller | None:
 
 def request_user(request: Request, db: Session, settings: Settings) -> User | None:
     """From `Authorization: Bearer TOKEN`, else from the web session cookie."""
-    token = _bearer(request)
+    token = bearer(request)
     if token is not None:
         return token_user(db, settings, token, _cached(request, db, token))
     user = session_viewer(request, db)
