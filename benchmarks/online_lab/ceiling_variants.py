@@ -69,13 +69,19 @@ class CeilingFF(Ceiling):
     def alloc(self, bid: str, size: int, align: int, values: list[str]) -> int:
         if values[self.cat] != "kv_cache":
             return super().alloc(bid, size, align, values)
-        self.seen = True
-        bf = self.bf
-        for s in bf.starts:
-            o = align_up(s, align)
-            if o + size <= bf.gap_end[s]:
-                return self.carve(bid, size, align, (s, o))
-        return bf.alloc(bid, size, align)
+        return first_fit_kv(self, bid, size, align)
+
+
+def first_fit_kv(policy, bid: str, size: int, align: int) -> int:
+    """A KV cache at the lowest gap of `policy`'s free list that fits (CeilingFF,
+    guard_variants.EchoFF)."""
+    policy.seen = True
+    bf = policy.bf
+    for s in bf.starts:
+        o = align_up(s, align)
+        if o + size <= bf.gap_end[s]:
+            return policy.carve(bid, size, align, (s, o))
+    return bf.alloc(bid, size, align)
 
 
 class CeilingFFAll(CeilingFF):

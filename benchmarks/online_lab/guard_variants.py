@@ -59,18 +59,13 @@ class EchoFF:
     of the temporaries' echoed layout."""
 
     def __new__(cls, capacity: int, names: list[str]):
+        from ceiling_variants import first_fit_kv
         from predict_variants import Echo
 
         class _EchoFF(Echo):
             def alloc(self, bid: str, size: int, align: int, values: list[str]) -> int:
                 if values[self.cat] != "kv_cache":
                     return super().alloc(bid, size, align, values)
-                self.seen = True
-                bf = self.bf
-                for s in bf.starts:
-                    o = align_up(s, align)
-                    if o + size <= bf.gap_end[s]:
-                        return self.carve(bid, size, align, (s, o))
-                return bf.alloc(bid, size, align)
+                return first_fit_kv(self, bid, size, align)
 
         return _EchoFF(capacity, names)
