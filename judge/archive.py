@@ -16,7 +16,7 @@ import stat
 import tarfile
 import zipfile
 import zlib
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import IO, NoReturn, Protocol
 
@@ -336,6 +336,13 @@ def tar_members(archive: Path) -> dict[str, bytes]:
 def packed_current(archive: Path, members: Mapping[str, bytes]) -> bool:
     """Whether `archive` holds exactly `members` (names and bytes; see pack_tar_gz)."""
     return archive.is_file() and tar_members(archive) == dict(members)
+
+
+def folder_members(folder: Path, patterns: Iterable[str]) -> dict[str, bytes]:
+    """{name: contents} of the files of `folder` matching `patterns` (names of the folder's
+    top level), never its packer: what a reference planner's archive holds."""
+    files = {p for pattern in patterns for p in folder.glob(pattern) if p.name != "pack.py"}
+    return {path.name: path.read_bytes() for path in sorted(files)}
 
 
 def write_packed(data: bytes, argv: list[str], default: Path) -> None:

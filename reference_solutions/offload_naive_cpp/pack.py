@@ -19,7 +19,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))  # `python reference_solutions/.../pack.py` from anywhere
 
-from judge.archive import pack_tar_gz, write_packed  # noqa: E402
+from judge.archive import folder_members, pack_tar_gz, write_packed  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 OUT = HERE.parent / "offload_naive_cpp.tar.gz"
@@ -27,8 +27,7 @@ OUT = HERE.parent / "offload_naive_cpp.tar.gz"
 
 def members() -> dict[str, bytes]:
     """{name in the archive: contents}: every module, main.cpp and the manifest."""
-    files = [*HERE.glob("*.hpp"), HERE / "main.cpp", HERE / "memorace.toml"]
-    return {path.name: path.read_bytes() for path in sorted(files)}
+    return folder_members(HERE, ("*.hpp", "main.cpp", "memorace.toml"))
 
 
 if __name__ == "__main__":

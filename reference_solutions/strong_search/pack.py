@@ -17,7 +17,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))  # `python reference_solutions/.../pack.py` from anywhere
 
-from judge.archive import pack_tar_gz, packed_current, tar_members, write_packed  # noqa: E402
+from judge.archive import folder_members, pack_tar_gz, packed_current, tar_members, write_packed  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 OUT = HERE.parent / "strong_search.tar.gz"
@@ -25,8 +25,7 @@ OUT = HERE.parent / "strong_search.tar.gz"
 
 def members() -> dict[str, bytes]:
     """{name in the archive: contents}: every module, main.cpp and the manifest."""
-    files = [*HERE.glob("*.hpp"), HERE / "main.cpp", HERE / "memorace.toml"]
-    return {path.name: path.read_bytes() for path in sorted(files)}
+    return folder_members(HERE, ("*.hpp", "main.cpp", "memorace.toml"))
 
 
 def pack() -> bytes:
