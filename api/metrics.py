@@ -17,7 +17,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from api.access.deps import Unauthorized, bearer, user_or_none
-from api.db.models import CaseResultRow, Judging, aware
+from api.db.models import JUDGING_STATUSES, CaseResultRow, Judging, aware
 from api.db.session import session_scope
 from api.settings import Settings, get_settings
 from api.workers import all_workers
@@ -27,8 +27,7 @@ BUCKETS = (1, 5, 15, 30, 60, 120, 300, 600, 1800, 3600)
 LATENCY_SAMPLE = 2000  # the newest final judgings
 # Every judging state and verdict is exposed, 0 until one is seen: a series that appears
 # only with the first failure would give Prometheus nothing to compare it with (an
-# alert on `delta(...) > 0` would miss that first failure). api.db.models.Judging.status:
-STATUSES = ("queued", "running", "final", "failed", "superseded")
+# alert on `delta(...) > 0` would miss that first failure).
 Family = TypeVar("Family", GaugeMetricFamily, CounterMetricFamily)
 
 
@@ -43,7 +42,7 @@ class DatabaseCollector(Collector):
 
 def _depth(db: Session) -> GaugeMetricFamily:
     family = GaugeMetricFamily("memorace_queue_depth", "Judgings by state", labels=["status"])
-    return _counted(db, family, Judging.status, STATUSES)
+    return _counted(db, family, Judging.status, JUDGING_STATUSES)
 
 
 def _verdicts(db: Session) -> CounterMetricFamily:

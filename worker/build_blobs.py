@@ -15,6 +15,7 @@ from sqlalchemy import delete, select, update
 from sqlalchemy.orm import Session
 
 from api.db.models import (
+    JUDGING_ENDED,
     Blob,
     BlobChunk,
     CaseResultRow,
@@ -26,7 +27,6 @@ from api.db.models import (
 from api.db.session import session_scope
 from api.settings import Settings
 
-ENDED = ("final", "failed", "superseded")
 BATCH = 200  # judgings per pass: a pass stays short however long builds went uncollected
 
 
@@ -38,7 +38,7 @@ def collect(settings: Settings) -> int:
     with session_scope(settings.database_url) as db:
         ended = db.execute(
             select(Judging.id, Judging.build_blob)
-            .where(Judging.status.in_(ENDED), Judging.build_blob.is_not(None))
+            .where(Judging.status.in_(JUDGING_ENDED), Judging.build_blob.is_not(None))
             .limit(BATCH)
         ).all()
         if not ended:
@@ -58,7 +58,7 @@ def _still_held(db: Session, shas: set[str]) -> set[str]:
     """The blobs among `shas` that a live judging's build or any other row names."""
     holders = [
         select(Judging.build_blob).where(
-            Judging.status.not_in(ENDED), Judging.build_blob.in_(shas)
+            Judging.status.not_in(JUDGING_ENDED), Judging.build_blob.in_(shas)
         ),
         select(Submission.sha256).where(Submission.sha256.in_(shas)),
         select(ImportJob.sha256).where(ImportJob.sha256.in_(shas)),

@@ -21,7 +21,7 @@ from api.actions import finals
 from api.actions.submissions import artifact_path
 from api.blobs import BlobCorrupt, BlobMissing, blob_store
 from api.blobs.packages import package_root
-from api.db.models import CaseResultRow, CaseRun, Judging, Team, aware, utcnow
+from api.db.models import JUDGING_ENDED, CaseResultRow, CaseRun, Judging, Team, aware, utcnow
 from api.db.session import session_scope
 from api.live import news
 from api.live.news import News
@@ -272,7 +272,7 @@ def _claim(settings: Settings, judging_id: int, worker: str) -> str | Claim:
         j = db.get(Judging, judging_id, with_for_update=True)
         if j is None:
             return "missing"
-        if j.status in ("final", "superseded", "failed"):
+        if j.status in JUDGING_ENDED:
             return j.status  # a redelivery of finished work: nothing to do
         if j.status == "running" and _fresh(j, settings):
             raise Busy(f"judging {judging_id} is running on {j.worker}")

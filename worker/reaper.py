@@ -21,7 +21,7 @@ from sqlalchemy import select
 
 from api import queue
 from api.actions import imports as api_imports
-from api.db.models import Judging, aware, utcnow
+from api.db.models import JUDGING_UNDERWAY, Judging, aware, utcnow
 from api.db.session import session_scope
 from api.live import news
 from api.live.news import News
@@ -84,7 +84,7 @@ def reap(settings: Settings) -> list[int]:
     with session_scope(settings.database_url) as db:
         stale = now - timedelta(seconds=settings.requeue_after_s)
         dead = now - timedelta(seconds=settings.heartbeat_timeout_s)
-        for j in db.scalars(select(Judging).where(Judging.status.in_(("queued", "running")))):
+        for j in db.scalars(select(Judging).where(Judging.status.in_(JUDGING_UNDERWAY))):
             if j.status == "queued":
                 if aware(j.enqueued_at) >= stale or j.id in (in_broker or ()):
                     continue

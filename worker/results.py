@@ -15,7 +15,7 @@ from sqlalchemy import func, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from api.db.models import CaseResultRow, Judging, utcnow
+from api.db.models import JUDGING_UNDERWAY, CaseResultRow, Judging, utcnow
 from api.db.session import session_scope
 from api.live import news
 from api.live.news import News
@@ -126,7 +126,7 @@ def finalize(db: Session, j: Judging) -> None:
         select(Judging.id).where(
             Judging.submission_id == sub.id,
             Judging.id > j.id,
-            Judging.status.in_(("queued", "running")),
+            Judging.status.in_(JUDGING_UNDERWAY),
         )
     )
     if newer is None:

@@ -27,6 +27,7 @@ from api.actions.audit import record
 from api.actions.problems import all_current, current_version
 from api.actions.submissions import lock_team
 from api.db.models import (
+    JUDGING_UNDERWAY,
     Contest,
     Judging,
     ProblemVersion,
@@ -40,7 +41,7 @@ from api.errors import Conflict, Forbidden, NotFound, ServiceError
 
 MODES = ("submission", "final")
 MAX_PICKS = 20
-ACTIVE = ("queued", "running", "final")
+ACTIVE = (*JUDGING_UNDERWAY, "final")
 
 
 def contest_row(db: Session, sub: Submission | None = None) -> Contest:

@@ -188,6 +188,13 @@ class Submission(Base):
     version: Mapped[ProblemVersion] = relationship()
 
 
+# A judging's status: queued, then running, then final or failed; superseded when a
+# rejudge or the final judging replaces it (what every reader of Judging.status compares).
+JUDGING_STATUSES = ("queued", "running", "final", "failed", "superseded")
+JUDGING_UNDERWAY = ("queued", "running")
+JUDGING_ENDED = ("final", "failed", "superseded")
+
+
 class Judging(Base):
     """One run (or rescore) of a submission; history is kept, the newest final one counts."""
 
@@ -199,8 +206,7 @@ class Judging(Base):
     # The cases it runs: "all", or "public" (a baseline before the reveal; a contest whose
     # hidden cases wait for the final judging: api.actions.finals). Set when a worker takes it.
     split: Mapped[str] = mapped_column(String(8), default="all", server_default="all")
-    # queued | running | final | failed | superseded
-    status: Mapped[str] = mapped_column(String(16), default="queued", index=True)
+    status: Mapped[str] = mapped_column(String(16), default="queued", index=True)  # JUDGING_STATUSES
     reason: Mapped[str] = mapped_column(Text, default="")
     priority: Mapped[int] = mapped_column(Integer, default=0)  # 0 = first
     attempt: Mapped[int] = mapped_column(Integer, default=0)  # bumped by every (re)start

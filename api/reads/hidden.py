@@ -10,7 +10,7 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from api.actions import contests
-from api.db.models import CaseResultRow, Contest, Judging, Submission, User
+from api.db.models import JUDGING_UNDERWAY, CaseResultRow, Contest, Judging, Submission, User
 
 # What a viewer sees of hidden cases: "all" (organizers; everybody after the reveal),
 # or the contest's hidden_detail before it: "verdict" (the verdict alone) or "judged"
@@ -83,7 +83,7 @@ def hides_progress(judging: Judging | None, policy: str) -> bool:
     hidden results arriving one by one would tell how long each hidden case took (a
     planner can make that time tell its data), so before the reveal contestants get
     the hidden ones only when the judging ends, all at once."""
-    return policy != "all" and (judging is None or judging.status in ("queued", "running"))
+    return policy != "all" and (judging is None or judging.status in JUDGING_UNDERWAY)
 
 
 def judged_before_hidden(rows: list[CaseResultRow]) -> list[CaseResultRow]:
