@@ -37,21 +37,21 @@ def policy_for(content_type: str) -> str:
 
 
 def secured(headers: list[tuple[bytes, bytes]]) -> list[tuple[bytes, bytes]]:
-    """`headers` (raw ASGI pairs) with nosniff, and a policy where none was set."""
-    names = {name.lower() for name, _ in headers}
-    out = list(headers)
+    """`headers` (raw ASGI pairs) with nosniff, a policy where none was set, and an
+    absolute Location made a path (and query): the service sends no one to another site,
+    and Starlette's absolute ones name whatever Host was sent. One pass over them."""
+    out, names, kind = [], set(), None
+    for name, value in headers:
+        low = name.lower()
+        names.add(low)
+        if low == b"content-type" and kind is None:
+            kind = value
+        out.append((name, _path_of(value) if low == _LOCATION else value))
     if _TYPE_OPTIONS not in names:
         out.append((_TYPE_OPTIONS, NOSNIFF.encode()))
     if _CSP not in names:
-        kind = next((v for k, v in headers if k.lower() == b"content-type"), b"")
-        out.append((_CSP, policy_for(kind.decode("latin-1")).encode()))
+        out.append((_CSP, policy_for((kind or b"").decode("latin-1")).encode()))
     return out
-
-
-def own_location(headers: list[tuple[bytes, bytes]]) -> list[tuple[bytes, bytes]]:
-    """`headers` with an absolute Location made a path (and query): the service sends no
-    one to another site, and Starlette's absolute ones name whatever Host was sent."""
-    return [(n, _path_of(v) if n.lower() == _LOCATION else v) for n, v in headers]
 
 
 def _path_of(location: bytes) -> bytes:
@@ -86,8 +86,7 @@ class SecureHeaders:
 
         async def with_headers(message: Message) -> None:
             if message["type"] == "http.response.start":
-                headers = secured(list(message.get("headers", ())))
-                message = {**message, "headers": own_location(headers)}
+                message = {**message, "headers": secured(list(message.get("headers", ())))}
             await send(message)
 
         await self.app(scope, receive, with_headers)
