@@ -29,8 +29,9 @@ import httpx
 from hypothesis import given
 from hypothesis import strategies as st
 
-from api.live.broadcast import View, Viewer
+from api.live.broadcast import Viewer
 from api.live.fdlimit import FD_RESERVE, plan
+from api.live.views import View
 from benchmarks.sse_streams import Stream, _events, _note, follow
 from tests.conftest import ROOT
 from tests.service import small_package, start_service

@@ -206,7 +206,8 @@ class Judging(Base):
     # The cases it runs: "all", or "public" (a baseline before the reveal; a contest whose
     # hidden cases wait for the final judging: api.actions.finals). Set when a worker takes it.
     split: Mapped[str] = mapped_column(String(8), default="all", server_default="all")
-    status: Mapped[str] = mapped_column(String(16), default="queued", index=True)  # JUDGING_STATUSES
+    # one of JUDGING_STATUSES
+    status: Mapped[str] = mapped_column(String(16), default="queued", index=True)
     reason: Mapped[str] = mapped_column(Text, default="")
     priority: Mapped[int] = mapped_column(Integer, default=0)  # 0 = first
     attempt: Mapped[int] = mapped_column(Integer, default=0)  # bumped by every (re)start

@@ -22,8 +22,9 @@ from starlette.types import Receive, Scope, Send
 
 from api.access.caller import Caller
 from api.errors import NotFound
-from api.live.broadcast import CONTESTANT, ORGANIZER, Broadcaster, View, broadcaster
+from api.live.broadcast import Broadcaster, broadcaster
 from api.live.fdlimit import stream_capacity
+from api.live.views import CONTESTANT, ORGANIZER, View
 from api.numbers import plain_id
 from api.settings import Settings
 

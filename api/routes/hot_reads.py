@@ -26,8 +26,8 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from api.access import tokencache
 from api.access.auth import is_stale, token_hash
 from api.access.caller import Caller
-from api.live.broadcast import CONTESTANT, ORGANIZER, final_key
 from api.live.events import STREAM_HEADERS, whole_stream
+from api.live.views import CONTESTANT, ORGANIZER, final_key
 from api.numbers import plain_id
 from api.pages.common import CSP, SECURE_HEADERS
 from api.pages.problem import known_page
