@@ -108,6 +108,19 @@ def assert_once(db_url: str, sub_id: int, attempt: int) -> tuple:
     return rows[0]
 
 
+def assert_hidden_after_public(db_url: str, judging_id: int) -> None:
+    """Every hidden case of the judging started after every public one was done (a run's
+    heartbeat_at is when it was marked done; both times are the workers' clock)."""
+    with create_engine(db_url, poolclass=NullPool).connect() as conn:
+        rows = conn.execute(
+            text('SELECT "case", started_at, heartbeat_at FROM case_runs WHERE judging_id = :j'),
+            {"j": judging_id},
+        ).all()
+    public_done = max(r[2] for r in rows if r[0].startswith("p"))
+    hidden_start = min(r[1] for r in rows if r[0].startswith("h"))
+    assert hidden_start >= public_done, rows
+
+
 def test_a_killed_helper_loses_no_case(stack, tmp_path):
     service, db_url = stack
     token, sub = submit_and_start(service, tmp_path, owner_beat=True)
@@ -130,9 +143,11 @@ def test_a_killed_helper_loses_no_case(stack, tmp_path):
     assert sorted(r[0] for r in runs) == sorted(n for _, n in NAMES), runs
     assert all(r[3] == "done" for r in runs), runs
     assert any(r[4] >= 1 for r in runs_of(runs, owner)), runs  # the owner took one over
-    # Public cases are all taken before any hidden one.
+    # Public cases are all taken before any hidden one, and done before any hidden one
+    # starts (the helper's public case too, taken over): none runs beside a hidden one.
     order = [r[0] for r in runs]
     assert order.index("h1") > max(order.index(f"p{k}") for k in (1, 2, 3)), order
+    assert_hidden_after_public(db_url, done["judging_id"])
 
     # A rescore re-verifies the kept plans: the judging again, case by case.
     assert service.api("POST", "/api/v1/admin/problems/tiny/rescore").status_code == 202
@@ -171,3 +186,4 @@ def test_a_killed_owner_restarts_the_judging_once(stack, tmp_path):
     runs = case_runs(db_url, done["judging_id"])
     assert {r[1] for r in runs} == {2}, runs  # the first attempt's claims went with it
     assert sorted(r[0] for r in runs) == sorted(n for _, n in NAMES), runs
+    assert_hidden_after_public(db_url, done["judging_id"])

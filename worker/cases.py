@@ -13,9 +13,14 @@ reaper's view is unchanged (one judging, one live owner). A lost owner is the re
 as before: the judging restarts under a new attempt and the old attempt's helpers find
 themselves superseded at their next claim or store.
 
-Cases are taken public first, then hidden, each in package order: every public case
-starts before any hidden one, so no public result's arrival can tell how long a hidden
-case took, and contestants may see every public result while the judging runs.
+Cases are taken public first, then hidden, each in package order, and no hidden case
+starts before every public case is done (stored): a hidden case never runs beside a
+public one of the same judging, so its planner cannot slow a public case that shows
+(its time, or a plan whose quality its planner made of its own clock) what the hidden
+case holds; no public result's arrival can tell how long a hidden case took, and no
+public case runs again (a take-over) once a hidden one has run. Contestants may see
+every public result while the judging runs. The cost: the slots wait for the last
+public case before the hidden ones start.
 """
 
 from __future__ import annotations
@@ -44,6 +49,7 @@ log = logging.getLogger("memorace.worker")
 POLL_S = 0.5  # how often an owner with nothing left to take looks at its helpers' cases
 SHARE_MAX_BYTES = 256 * 2**20  # a bigger build stays on its host (collected: worker.build_blobs)
 CLAIM_TRIES = 20  # SQLite: a claim that lost a race on the unique key tries the next case
+WAIT = ""  # a claim's answer while the hidden cases wait for the public ones to be done
 
 
 def claim_order(specs: list[CaseSpec]) -> list[CaseSpec]:
@@ -73,26 +79,28 @@ class CaseClaims:
     def __call__(self, specs: list[CaseSpec]) -> Iterator[CaseSpec]:
         order = claim_order(specs)
         by_name = {s.name: s for s in order}
+        public = {s.name for s in order if s.split == "public"}
         if self.on_built is not None and len(order) > 1:
             self.on_built(len(order))  # the build stands: others may help from now on
         while True:
-            name = self._next([s.name for s in order])
-            if name is not None:
+            name = self._next([s.name for s in order], public)
+            if name:
                 yield by_name[name]
-            elif not self.owner or self._all_done(len(order)):
+            elif name is None and (not self.owner or self._all_done(len(order))):
                 return
-            else:
+            else:  # the owner waits for its helpers; anyone, for the public cases' end
                 time.sleep(POLL_S)
 
-    def _next(self, names: list[str]) -> str | None:
+    def _next(self, names: list[str], public: set[str]) -> str | None:
         for _ in range(CLAIM_TRIES + len(names)):  # each lost race: one more case taken
             try:
-                return self._claim(names)
+                return self._claim(names, public)
             except IntegrityError:  # another process claimed that case first: look again
                 continue
         return None
 
-    def _claim(self, names: list[str]) -> str | None:
+    def _claim(self, names: list[str], public: set[str]) -> str | None:
+        """A case newly taken (or taken over), WAIT, or None: nothing left to take."""
         with session_scope(self.url) as db:
             j = owned(db, self.judging_id, self.attempt)  # PostgreSQL: claims wait in line
             runs = {
@@ -106,18 +114,22 @@ class CaseClaims:
             now = utcnow()
             if not self.owner and fresher_waits(db, j):
                 return None  # a helper of a rejudge or baseline makes way for fresh work
+            public_open = any(n not in runs or runs[n].status != "done" for n in public)
             for name in names:
+                if name not in runs and name not in public and public_open:
+                    break  # the hidden ones wait (the owner still takes over below)
                 if name not in runs:
                     db.add(CaseRun(judging_id=j.id, attempt=self.attempt, case=name,
                                    worker=self.worker, status="running", started_at=now,
                                    heartbeat_at=now))  # fmt: skip
                     db.flush()
                     return name
-            if not self.owner:
-                return None
+            waiting = public_open and len(runs) < len(names)
+            if not self.owner:  # a helper waits only for public cases that are alive
+                return WAIT if waiting and not self._public_lost(runs, public) else None
             for name in names:
-                run = runs[name]
-                why = self._lost(run) if run.status == "running" else ""
+                run = runs.get(name)
+                why = self._lost(run) if run and run.status == "running" else ""
                 if why and self._take_over(db, run):
                     j.reason = add_line(
                         j.reason,
@@ -125,7 +137,12 @@ class CaseClaims:
                         f"taken over by {self.worker}",
                     )
                     return name
-        return None
+            return WAIT if waiting else None
+
+    def _public_lost(self, runs: dict[str, CaseRun], public: set[str]) -> bool:
+        """Whether a public case is lost: the owner takes it over, or the reaper the
+        judging (a helper waiting for it would hold its slot from the restarted one)."""
+        return any(self._lost(r) for n, r in runs.items() if n in public and r.status == "running")
 
     def _lost(self, run: CaseRun) -> str:
         """Why a running case is taken for lost ("" if it is not)."""

@@ -87,10 +87,10 @@ def hides_progress(judging: Judging | None, policy: str) -> bool:
 
 
 def judged_before_hidden(rows: list[CaseResultRow]) -> list[CaseResultRow]:
-    """The public results of a judging that has not ended. Workers take a judging's
-    public cases before any hidden one (worker.cases.claim_order), so no public case
-    starts after a hidden one has: when its result arrives tells nothing of how long
-    a hidden case took."""
+    """The public results of a judging that has not ended. Workers start a judging's
+    hidden cases only once every public case is done (worker.cases), so no public case
+    runs beside or after a hidden one: neither its result nor when it arrives tells
+    anything of a hidden case."""
     return sorted((r for r in rows if r.split == "public"), key=lambda r: r.case)
 
 
