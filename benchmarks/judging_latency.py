@@ -43,16 +43,17 @@ USE = {
 }
 
 
-def write_package(root: Path, cases: int, case_s: float) -> Path:
+def write_package(root: Path, cases: int, case_s: float, hidden: int = 0) -> Path:
     """A `cases`-case offset problem (tests.test_package's tiny case each) whose time
-    limit leaves room for the planner's `case_s`."""
+    limit leaves room for the planner's `case_s`; the last `hidden` cases are hidden
+    (they start once every public case is done: worker.cases)."""
     limit = case_s * 2 + 2
     toml = [f'slug = "{SLUG}"', 'name = "Latency"', 'type = "offset"', "version = 1", "",
             "[limits]", f"time_limit_s = {limit}", "memory_limit_mb = 512", ""]  # fmt: skip
-    names = [f"c{k:02d}" for k in range(cases)]
-    for name in names:
-        toml += ["[[cases]]", f'name = "{name}"', 'split = "public"', "capacity = 16", ""]
-    return make_package(root, "\n".join(toml), {f"public/{n}": CASE for n in names})
+    splits = {f"c{k:02d}": "public" if k < cases - hidden else "hidden" for k in range(cases)}
+    for name, split in splits.items():
+        toml += ["[[cases]]", f'name = "{name}"', f'split = "{split}"', "capacity = 16", ""]
+    return make_package(root, "\n".join(toml), {f"{s}/{n}": CASE for n, s in splits.items()})
 
 
 def latency(service: Service, token: str, planner: Path) -> float:
@@ -66,8 +67,10 @@ def latency(service: Service, token: str, planner: Path) -> float:
 def measure(args: argparse.Namespace, slots: int, tmp: Path) -> dict[str, float]:
     planner = tmp / "planner.py"
     planner.write_text("import os, time\n" + USE[args.mode].format(s=args.case_s) + PLAN)
-    pkg = write_package(tmp, args.cases, args.case_s)
-    env = {"MEMORACE_RATE_LIMIT": "100000", "MEMORACE_CASE_HELPERS": str(args.helpers)}
+    pkg = write_package(tmp, args.cases, args.case_s, args.hidden)
+    # Hidden cases unpaced: the figures are the judging's, not the pacing's (worker.pacing).
+    env = {"MEMORACE_RATE_LIMIT": "100000", "MEMORACE_CASE_HELPERS": str(args.helpers),
+           "MEMORACE_PACE_HIDDEN": "0"}  # fmt: skip
     if args.mode == "sleep":
         env["MEMORACE_SLOT_CORES"] = "0"  # simulated cores: sleeping planners need none
     with ExitStack() as stack:
@@ -98,12 +101,13 @@ def main() -> None:
     parser.add_argument("--submissions", type=int, default=20)
     parser.add_argument("--cases", type=int, default=12)
     parser.add_argument("--case-s", type=float, default=0.5)
+    parser.add_argument("--hidden", type=int, default=0, help="of the cases, hidden ones")
     parser.add_argument("--backend", choices=("embedded", "postgres"), default="embedded")
     parser.add_argument("--helpers", type=int, default=-1, help="MEMORACE_CASE_HELPERS")
     args = parser.parse_args()
     print(f"{args.submissions} submissions x {args.cases} cases of {args.case_s} s "
           f"({args.mode}), {args.backend} backend, local sandbox, "
-          f"helpers {args.helpers}")  # fmt: skip
+          f"helpers {args.helpers}, {args.hidden} hidden")  # fmt: skip
     print(f"{'slots':>5} {'lone s':>8} {'(cases x t)':>11} {'p50 s':>8} {'p99 s':>8} {'subs/h':>8}")
     for slots in map(int, args.slots.split(",")):
         with tempfile.TemporaryDirectory(prefix="memorace-latency-") as tmp:
