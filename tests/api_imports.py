@@ -1,6 +1,6 @@
 """The api modules each Python file imports, resolved statically (AST), for
 test_import_boundary: `from api import news` names the module api.news, `from
-api.live.news import News` names api.live.news, `import api.db.models` names
+api.news import News` names api.news, `import api.db.models` names
 api.db.models. Imports inside functions count: a run may never reach them."""
 
 from __future__ import annotations
@@ -13,13 +13,13 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def module_name(path: Path) -> str:
-    """api/live/news.py -> api.live.news; api/live/__init__.py -> api.live."""
+    """api/news.py -> api.news; api/live/__init__.py -> api.live."""
     parts = path.relative_to(ROOT).with_suffix("").parts
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
 def is_module(name: str) -> bool:
-    """A module or a package of the repository (api.live.news, api.live)."""
+    """A module or a package of the repository (api.news, api.live)."""
     path = ROOT.joinpath(*name.split("."))
     return path.with_suffix(".py").is_file() or (path / "__init__.py").is_file()
 
@@ -43,7 +43,7 @@ def api_files() -> list[Path]:
 
 
 def within(name: str, prefixes: tuple[str, ...]) -> bool:
-    """api.live.news is within ("api.live",) and ("api.live.news",), not ("api.li",)."""
+    """api.live.events is within ("api.live",) and ("api.live.events",), not ("api.li",)."""
     return any(name == p or name.startswith(p + ".") for p in prefixes)
 
 

@@ -17,7 +17,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from api.live import news
+from api import news
 from api.live.message_feed import MessageFeed
 from api.settings import Settings
 from tests.service import VENV_BIN, Service, start_service

@@ -29,7 +29,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from sqlalchemy import create_engine, text
 
-from api.live import news
+from api import news
 from api.live.broadcast import READERS
 from api.live.events import last_event_id
 from tests.service import (

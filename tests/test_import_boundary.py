@@ -68,13 +68,16 @@ def _top(name: str) -> str:
 
 # The lowest layer of the service: everything above may use it, it uses nothing above.
 API_LOWER = ("api.db", "api.blobs", "api.settings", "api.service_urls", "api.errors",
-             "api.numbers")  # fmt: skip
+             "api.numbers", "api.news")  # fmt: skip
+# Live events are read from the layers below them: reads, actions and access never
+# import api.live (the news they publish or hear is api.news, in the lowest layer).
+LIVE_BELOW = ("api.reads", "api.actions", "api.access")
 # What the workers may take from the service: the database and blobs, the settings,
 # the queue (its Celery configuration, the embedded broker), the logs, the news they
 # publish, and the contest actions they carry out (today finals, imports, problems and
 # submissions: a judging's result, a package's import, a rescore).
 WORKER_MAY_IMPORT = ("api.db", "api.blobs", "api.settings", "api.queue", "api.filebroker",
-                     "api.logs", "api.live.news", "api.actions")  # fmt: skip
+                     "api.logs", "api.news", "api.actions")  # fmt: skip
 # The HTTP surface: mounted by the app; the pages reuse the routes' checks and the hot
 # reads render a problem's page, so the two may import each other.
 API_TOP = ("api.routes", "api.pages")
@@ -105,6 +108,17 @@ def test_the_lowest_api_layer_imports_nothing_above_it() -> None:
         if within(module_name(p), API_LOWER)
         for n in imported(p, "api")
         if n != "api" and not within(n, API_LOWER)
+    ]
+    assert not found
+
+
+def test_live_events_sit_above_reads_actions_and_access() -> None:
+    found = [
+        f"{module_name(p)}: {n}"
+        for p in api_files()
+        if within(module_name(p), LIVE_BELOW)
+        for n in imported(p, "api")
+        if within(n, ("api.live",))
     ]
     assert not found
 

@@ -135,7 +135,7 @@ def test_a_judged_submission_s_view_is_kept_for_later_streams(client, monkeypatc
     """Each stream opened on a judged submission read it again (its channel closes with
     its last stream): 15 % of the API's CPU under the contest profile. The view is now
     kept as the team's lists are, and goes with the same news."""
-    from api.live import news
+    from api import news
     from api.reads import readcache
 
     monkeypatch.setattr(readcache, "STALENESS_S", 30.0)  # no expiry within the test

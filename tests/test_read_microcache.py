@@ -19,10 +19,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 from sqlalchemy import text
 
+from api import news
 from api.access import tokencache
 from api.access.auth import touch_token
 from api.db.session import get_engine, session_scope
-from api.live import news
 from api.reads import readcache
 from api.settings import get_settings
 from tests.test_read_scaling import client, contestant, judge, submit  # noqa: F401

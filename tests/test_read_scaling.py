@@ -21,10 +21,9 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import event, select
 
-from api import queue
+from api import news, queue
 from api.db.models import CaseResultRow, Judging, ProblemVersion
 from api.db.session import get_engine, session_scope
-from api.live import news
 from api.settings import get_settings
 from tests.service import (
     answers,

@@ -16,15 +16,14 @@ from pathlib import Path
 from sqlalchemy import delete
 from sqlalchemy.orm import Session
 
-from api import queue
+from api import news, queue
 from api.actions import finals
 from api.actions.submissions import artifact_path
 from api.blobs import BlobCorrupt, BlobMissing, blob_store
 from api.blobs.packages import package_root
 from api.db.models import JUDGING_ENDED, CaseResultRow, CaseRun, Judging, Team, aware, utcnow
 from api.db.session import session_scope
-from api.live import news
-from api.live.news import News
+from api.news import News
 from api.settings import Settings
 from judge.buildcache import BuildCache, BuildUnavailable
 from judge.package import load_problem

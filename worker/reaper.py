@@ -19,12 +19,11 @@ from typing import Any
 from celery.beat import PersistentScheduler
 from sqlalchemy import select
 
-from api import queue
+from api import news, queue
 from api.actions import imports as api_imports
 from api.db.models import JUDGING_UNDERWAY, Judging, aware, utcnow
 from api.db.session import session_scope
-from api.live import news
-from api.live.news import News
+from api.news import News
 from api.settings import Settings, get_settings
 from worker import build_blobs
 from worker.results import add_line

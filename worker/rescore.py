@@ -7,12 +7,12 @@ from typing import Any
 
 from sqlalchemy import select
 
+from api import news
 from api.actions.problems import package_of
 from api.blobs import plan_file
 from api.db.models import Case, CaseResultRow, Judging, ProblemVersion, Submission
 from api.db.session import session_scope
-from api.live import news
-from api.live.news import News
+from api.news import News
 from api.settings import Settings
 from judge.package import load_cases
 from judge.verdict import Verdict

@@ -15,10 +15,10 @@ from sqlalchemy import func, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
+from api import news
 from api.db.models import JUDGING_UNDERWAY, CaseResultRow, Judging, utcnow
 from api.db.session import session_scope
-from api.live import news
-from api.live.news import News
+from api.news import News
 from judge.scoring import CaseResult, problem_score, totals
 from judge.verdict import Verdict
 

@@ -3,7 +3,7 @@ needs no query for who is asking. Measured at 500 clients, the token lookup and 
 user's and team's rows were three of a leaderboard read's five queries.
 
 Bounded staleness: what a process keeps is at most TTL_S old, or LIVE_TTL_S while the
-process hears the Redis news (api.live.news.heard). A revocation, or a change to a user or
+process hears the Redis news (api.news.heard). A revocation, or a change to a user or
 a team (admin flag, team, name), made in this process clears its cache at once; made in
 another API process, it reaches this one with that process's news (api.reads.readcache
 publishes it); made in the database by hand, within the TTL. Writes never use the
@@ -25,9 +25,9 @@ from sqlalchemy import inspect
 from sqlalchemy.orm import Session, make_transient_to_detached
 from sqlalchemy.orm.attributes import set_committed_value
 
+from api import news
 from api.actions import contests
 from api.db.models import ApiToken, Team, User, aware, utcnow
-from api.live import news
 
 TTL_S = 5.0
 LIVE_TTL_S = 60.0  # every change through the service is news then; this bounds the rest

@@ -11,10 +11,10 @@ from typing import Any
 from sqlalchemy import false, func, or_, select
 from sqlalchemy.orm import Session
 
+from api import news
 from api.actions import audit, contests
 from api.db.models import Contest, Message, Problem, User, utcnow
 from api.errors import Forbidden, NotFound, ServiceError, TooMany
-from api.live import news
 
 MAX_TEXT = 4000  # characters of a question, an answer or an announcement
 OPEN_PER_TEAM = 20  # unanswered questions a team may have at once

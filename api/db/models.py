@@ -443,7 +443,7 @@ class BlobChunk(Base):
 
 
 class NewsRow(Base):
-    """News of a change (api.live.news) where no Redis carries it: on the embedded backend a
+    """News of a change (api.news) where no Redis carries it: on the embedded backend a
     writer adds a row in the same transaction as its change (SQLite commits one writer
     at a time, so ids rise in commit order), and each API process tails the table."""
 

@@ -1,5 +1,5 @@
 """Live events: the per-process broadcaster that feeds every stream (broadcast), a
 submission's server-sent events (events), the clarifications and announcements feed
-(message_feed), the news of a change from the workers to every API process (news: the
-workers publish it, so they import this module) and how many streams the open-files
-limit lets a process hold (fdlimit)."""
+(message_feed) and how many streams the open-files limit lets a process hold (fdlimit).
+The news they follow (api.news) sits in the lowest layer: the workers, the actions and
+the read caches publish or hear it, and none of them imports live."""

@@ -2,7 +2,7 @@
 it, so a stream costs memory, never a database connection or a poll of its own.
 
 News that a submission changed comes from Redis pub/sub when Redis is the broker (the
-workers publish it, api.live.news), from the news table on the embedded backend (read a few
+workers publish it, api.news), from the news table on the embedded backend (read a few
 times a second), and from one shared poll of the database otherwise: one query per
 interval for all the watched submissions at once. While the news comes the poll still
 runs, slowly, to catch what pub/sub lost (a message sent while this process was
@@ -25,7 +25,7 @@ from typing import Any
 
 import anyio
 
-from api.live import news
+from api import news
 from api.live.views import View, final_key, fingerprints, keep_final, read_views
 from api.reads import readcache
 from api.settings import Settings

@@ -3,7 +3,7 @@
 reader may read, the moment it is committed.
 
 One read per change per API process, whatever the number of streams: a change is news
-(api.live.news's "m" word, by Redis or by the news table), which wakes this process's feed;
+(api.news's "m" word, by Redis or by the news table), which wakes this process's feed;
 the feed reads the messages that changed since its last read and hands each open stream
 those its reader may read (api.actions.messages.may_read). Without news it polls a fingerprint
 of the messages every poll interval, so a lost message costs a delay, never an event.

@@ -18,8 +18,8 @@ from typing import Any
 
 from sqlalchemy import inspect
 
+from api import news
 from api.db.models import Judging, Submission
-from api.live import news
 
 # Rows that no kept answer shows: a write of them alone clears nothing. Bookkeeping
 # written often (token use, web sessions, the login throttle, heartbeats, the news) and

@@ -15,7 +15,7 @@ about 1.5 times in that window. Sooner than that, entries go at once when
   shows): what it changed (api.reads.invalidation: one team's submissions and judgings clear
   what a worker's news of that team clears; anything else, every entry), so whoever
   wrote sees the write on their next read;
-- Redis brings news (api.live.news): a write by another API process (install() makes each
+- Redis brings news (api.news): a write by another API process (install() makes each
   API process publish one after its writes) clears what it changed; a worker's news says
   which team's submission changed, whether the queue moved and whether the board did,
   and clears only those: that team's list (and the organizers'), every list when the
@@ -40,9 +40,9 @@ from typing import Any, TypeVar
 from sqlalchemy import event
 from sqlalchemy.orm import ORMExecuteState, Session
 
+from api import news
 from api.access import tokencache
 from api.db import board
-from api.live import news
 from api.reads import single_flight
 from api.reads.invalidation import Written, table_of
 
@@ -69,7 +69,7 @@ _clock = [0]  # counts clears; a value computed from the clock at `gen` is kept 
 _cleared: dict[Hashable, int] = {}  # nothing it shows was cleared after gen: by scope,
 _lock = threading.Lock()  # by kind (BOARD, LISTS) and by None (everything)
 _publish_to: list[str] = []  # the broker whose other API processes hear of our writes
-_in_table = [False]  # no Redis: our writes are news rows (api.live.news), in their transaction
+_in_table = [False]  # no Redis: our writes are news rows (api.news), in their transaction
 
 
 def generation() -> int:

@@ -1,4 +1,4 @@
-"""News rows: the embedded backend's stand-in for Redis pub/sub (api.live.news)
+"""News rows: the embedded backend's stand-in for Redis pub/sub (api.news)
 
 Revision ID: 0008
 Revises: 0007
