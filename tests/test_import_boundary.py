@@ -14,6 +14,7 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from tests.api_imports import api_files, imported, module_name, within
@@ -101,38 +102,30 @@ def test_worker_imports_only_what_the_workers_need_of_api() -> None:
     assert any(within(n, ("api.actions",)) for n in _worker_imports()), "the rule is stale"
 
 
-def test_the_lowest_api_layer_imports_nothing_above_it() -> None:
-    found = [
+def _api_imports(importer: Callable[[str], bool], imported_: Callable[[str], bool]) -> list[str]:
+    """ "module: name" for each api import of an api module that `importer` picks, of a
+    name that `imported_` picks."""
+    return [
         f"{module_name(p)}: {n}"
         for p in api_files()
-        if within(module_name(p), API_LOWER)
+        if importer(module_name(p))
         for n in imported(p, "api")
-        if n != "api" and not within(n, API_LOWER)
+        if imported_(n)
     ]
-    assert not found
+
+
+def test_the_lowest_api_layer_imports_nothing_above_it() -> None:
+    lower = lambda name: within(name, API_LOWER)  # noqa: E731
+    assert not _api_imports(lower, lambda n: n != "api" and not lower(n))
 
 
 def test_live_events_sit_above_reads_actions_and_access() -> None:
-    found = [
-        f"{module_name(p)}: {n}"
-        for p in api_files()
-        if within(module_name(p), LIVE_BELOW)
-        for n in imported(p, "api")
-        if within(n, ("api.live",))
-    ]
-    assert not found
+    assert not _api_imports(lambda m: within(m, LIVE_BELOW), lambda n: within(n, ("api.live",)))
 
 
 def test_routes_and_pages_are_imported_only_by_the_app_and_each_other() -> None:
     allowed = ("api.app", *API_TOP)
-    found = [
-        f"{module_name(p)}: {n}"
-        for p in api_files()
-        if not within(module_name(p), allowed)
-        for n in imported(p, "api")
-        if within(n, API_TOP)
-    ]
-    assert not found
+    assert not _api_imports(lambda m: not within(m, allowed), lambda n: within(n, API_TOP))
 
 
 def test_every_api_package_says_what_it_owns() -> None:
