@@ -40,6 +40,11 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def worker_pid(name: str) -> int:
+    """The process of a judging's or case run's worker name (HOST:PID#NONCE)."""
+    return int(name.rpartition(":")[2].partition("#")[0])
+
+
 def wait_for(check: Any, timeout: float, what: str, every: float = 0.2) -> Any:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

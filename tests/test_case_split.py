@@ -15,7 +15,7 @@ import pytest
 from sqlalchemy import create_engine, text
 from sqlalchemy.pool import NullPool
 
-from tests.service import Service, start_service, wait_for
+from tests.service import Service, start_service, wait_for, worker_pid
 from tests.test_package import CASE, make_package
 from tests.test_service_e2e import backends, sandbox_for_tests
 from tests.test_service_faults import FAST_REAPER, judgings
@@ -74,7 +74,7 @@ def pids(service: Service, name: str) -> set[int]:
 
 
 def runs_of(runs: list[tuple], worker_pids: set[int]) -> list[tuple]:
-    return [r for r in runs if int(r[2].rpartition(":")[2]) in worker_pids]
+    return [r for r in runs if worker_pid(r[2]) in worker_pids]
 
 
 def submit_and_start(service: Service, tmp_path: Path, owner_beat: bool) -> tuple[str, dict]:

@@ -146,7 +146,7 @@ def test_compose_guide_walkthrough_two_workers(stack_env: dict[str, str]) -> Non
         assert line[1] == "done", said + stack_logs(stack_env)
         assert abs(float(line[2]) - want) < 1e-6, (name, line[2], want)
 
-    # Two workers, and each judged one of them (the judgings' worker is HOST:PID, the
+    # Two workers, and each judged one of them (the judgings' worker is HOST:PID#NONCE, the
     # host being the container).
     rows = re.findall(r"^(\d+)\|(\S+)$", run.stdout, flags=re.M)
     assert len(rows) == 2, said

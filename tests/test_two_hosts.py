@@ -28,6 +28,7 @@ from tests.service import (
     small_package,
     start_service,
     wait_for,
+    worker_pid,
 )
 
 PROBLEM = "mini-gpt2"
@@ -110,7 +111,7 @@ def submit_until_both_judge(service: Service, token: str, tmp: Path, db_url: str
             assert "JUDGE_ERROR" not in done["status_detail"], done["status_detail"]
         ids += [sub["id"] for sub in pair]
         workers = judged_by(db_url, ids)
-        if len({w.split(":")[-1] for w in workers.values()}) >= 2:
+        if len({worker_pid(w) for w in workers.values()}) >= 2:
             return ids
     raise AssertionError(f"one worker judged everything: {judged_by(db_url, ids)}")
 
@@ -135,7 +136,7 @@ def _run(service: Service, tmp: Path, scratch: Path, db_url: str) -> None:
     ids = submit_until_both_judge(service, token, tmp, db_url)
     workers = judged_by(db_url, ids)
     pids_a = _pids(service, "A")
-    on_a = [sub for sub, worker in workers.items() if worker.split(":")[-1] in pids_a]
+    on_a = [sub for sub, worker in workers.items() if str(worker_pid(worker)) in pids_a]
     assert on_a, workers
 
     # Worker A goes; B rescores, fetching the plans that A stored.
@@ -169,11 +170,11 @@ def _run(service: Service, tmp: Path, scratch: Path, db_url: str) -> None:
         sub = service.submit(token, problem, planner_copy(tmp, i))
         done = service.wait_done(token, sub["id"], timeout=120)
         assert done["status"] == "done" and "JUDGE_ERROR" not in done["status_detail"], done
-        assert judged_by(db_url, [sub["id"]])[sub["id"]].split(":")[-1] in _pids(service, "B2")
+        assert str(worker_pid(judged_by(db_url, [sub["id"]])[sub["id"]])) in _pids(service, "B2")
 
 
 def _pids(service: Service, name: str) -> set[str]:
-    """Worker `name`'s processes (a judging names its worker host:pid of the pool child)."""
+    """Worker `name`'s processes (a judging names its worker host:pid#nonce of the pool child)."""
     main = psutil.Process(service.procs[name].pid)
     return {str(p.pid) for p in [main, *main.children(recursive=True)]}
 
@@ -228,7 +229,7 @@ def test_a_judgings_cases_spread_over_hosts_with_one_build(tmp_path, scratch_roo
             assert done["status"] == "done", done["status_detail"]
             runs = case_runs(db_url, done["judging_id"])
             by_host = {
-                h: [r for r in runs if r[2].split(":")[-1] in _pids(service, h)] for h in "AB"
+                h: [r for r in runs if str(worker_pid(r[2])) in _pids(service, h)] for h in "AB"
             }
             assert by_host["A"] and by_host["B"], runs  # both hosts judged cases
             logs = _query(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+import secrets
 import socket
 import threading
 import time
@@ -29,7 +30,11 @@ DEFER_S = 2.0  # a deferred rejudge or baseline looks again this much later
 
 
 def worker_name() -> str:
-    return f"{socket.gethostname()}:{os.getpid()}"
+    """A task's name in judgings and case runs: HOST:PID (what an operator looks for)
+    and a nonce. A worker container restarted under its hostname gets its old pids
+    back, and with the name alone the new process's heartbeat would keep its dead
+    predecessor's cases alive until their deadline (worker.cases)."""
+    return f"{socket.gethostname()}:{os.getpid()}#{secrets.token_hex(3)}"
 
 
 def gpu_slot() -> int | None:
