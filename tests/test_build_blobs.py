@@ -5,6 +5,8 @@ store is content-addressed). Real PostgreSQL (the database store needs it)."""
 from __future__ import annotations
 
 import itertools
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -22,18 +24,31 @@ from worker import build_blobs
 NAMES = itertools.count()
 
 
-@pytest.fixture
-def settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
-    with postgres_database() as url:  # as the service is configured: from its environment
-        monkeypatch.setenv("MEMORACE_BLOB_STORE", "database")
-        monkeypatch.setenv("MEMORACE_DATABASE_URL", url)
-        monkeypatch.setenv("MEMORACE_DATA_DIR", str(tmp_path / "data"))
-        get_settings.cache_clear()
+@contextmanager
+def bootstrapped(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, env: dict[str, str]
+) -> Iterator[Settings]:
+    """A bootstrapped service's settings, read as the service reads them: from its
+    environment (`env` beside a data dir in `tmp_path`; no database URL: the embedded)."""
+    monkeypatch.delenv("MEMORACE_DATABASE_URL", raising=False)
+    for name, value in {"MEMORACE_DATA_DIR": str(tmp_path / "data"), **env}.items():
+        monkeypatch.setenv(name, value)
+    get_settings.cache_clear()
+    try:
         config = get_settings()
         config.ensure_dirs()
         bootstrap(config, "admin", [make_package(tmp_path / "pkg")])
         yield config
+    finally:
         get_settings.cache_clear()
+
+
+@pytest.fixture
+def settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    with postgres_database() as url:
+        env = {"MEMORACE_BLOB_STORE": "database", "MEMORACE_DATABASE_URL": url}
+        with bootstrapped(tmp_path, monkeypatch, env) as config:
+            yield config
 
 
 def judging(db, status: str, build: str | None, upload: str = "0" * 64) -> int:

@@ -13,26 +13,17 @@ from pathlib import Path
 import pytest
 from sqlalchemy import select
 
-from api.bootstrap import bootstrap
 from api.db.models import CaseRun, utcnow
 from api.db.session import session_scope
-from api.settings import get_settings
 from tests.service import worker_pid
-from tests.test_build_blobs import judging
-from tests.test_package import make_package
+from tests.test_build_blobs import bootstrapped, judging
 from worker.cases import Heartbeat
 
 
 @pytest.fixture
 def settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
-    monkeypatch.delenv("MEMORACE_DATABASE_URL", raising=False)  # the embedded backend
-    monkeypatch.setenv("MEMORACE_DATA_DIR", str(tmp_path / "data"))
-    get_settings.cache_clear()
-    config = get_settings()
-    config.ensure_dirs()
-    bootstrap(config, "admin", [make_package(tmp_path / "pkg")])
-    yield config
-    get_settings.cache_clear()
+    with bootstrapped(tmp_path, monkeypatch, {}) as config:  # the embedded backend
+        yield config
 
 
 def test_each_task_of_one_process_has_its_own_name() -> None:
