@@ -286,7 +286,7 @@ def _claim(settings: Settings, judging_id: int, worker: str) -> str | Claim:
             raise Busy(f"judging {judging_id} is running on {j.worker}")
         if j.status == "queued" and fresher_waits(db, j):
             raise Deferred(f"judging {judging_id} waits for fresher judgings")
-        if j.status == "queued" and (other := _team_running(db, j, settings)):
+        if j.status == "queued" and (other := team_running(db, j, settings, lock=True)):
             _wait_for_team(db, j, other)
             waits = f"judging {judging_id} waits for its team's submission {other}"
         else:
@@ -296,8 +296,7 @@ def _claim(settings: Settings, judging_id: int, worker: str) -> str | Claim:
 
 def _wait_for_team(db: Session, j: Judging, other: int) -> None:
     """A queued judging held back for its team's running one: in line, not lost (the
-    reaper re-sends only a judging queued longer than MEMORACE_REQUEUE_AFTER_S), and the
-    team is told why."""
+    reaper leaves it: worker.reaper), and the team is told why."""
     j.enqueued_at = utcnow()
     sub = j.submission
     detail = f"queued: waits for your team's submission {other} to be judged"
@@ -325,17 +324,19 @@ def _take(db: Session, j: Judging, worker: str) -> Claim:
     return claimed
 
 
-def _team_running(db: Session, j: Judging, settings: Settings) -> int | None:
+def team_running(db: Session, j: Judging, settings: Settings, lock: bool = False) -> int | None:
     """The submission of a judging of the same team that runs now, when the team may
     run no more at once (MEMORACE_JUDGINGS_PER_TEAM): with one at a time, a hidden case
     of one submission never slows a public case of another on a shared host (cache,
     memory bandwidth), whose time or plan would show what the hidden case holds. The
     service's own team (baselines) and rescores (no planner runs) are not held back; a
-    judging whose worker stopped beating holds nothing (the reaper's)."""
+    judging whose worker stopped beating holds nothing (the reaper's). `lock`: one team's
+    claims in line (PostgreSQL), so two slots cannot both find the team idle."""
     limit, team = settings.judgings_per_team, j.submission.team
     if limit <= 0 or team.system or j.kind == "rescore":
         return None
-    db.get(Team, team.id, with_for_update=True)  # PostgreSQL: one team's claims in line
+    if lock:
+        db.get(Team, team.id, with_for_update=True)
     alive = utcnow() - timedelta(seconds=settings.heartbeat_timeout_s)
     running = db.scalars(
         select(Judging.submission_id)
