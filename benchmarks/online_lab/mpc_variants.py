@@ -93,6 +93,8 @@ class MPC(Ties):
     USE_FLOOR = True
     TAIL = False  # layer 0: the last layer's batch-wide tail as the template
     FROM_LAYER = 1
+    SURE = 0.0  # least predicted gain (x floor) for leaving the base's answer
+    HIGH_TIES = True  # False: plain best fit (greedy) as the base policy and in rollouts
 
     def __init__(self, capacity: int, names: list[str]) -> None:
         super().__init__(capacity, names)
@@ -204,18 +206,22 @@ class MPC(Ties):
         high = self.high(cat)
         cands = self.candidates(size, align, high)
         base = cands[0]
-        best, best_c = None, None
+        best, best_c, base_got = None, None, None
         for c in cands:
             got = self.rollout(c, align, segs, scale, best)
             if got is None:
                 continue
             got = max(got, self.floor)
+            if c == base:
+                base_got = got
             if best is None or got < best:
                 best, best_c = got, c
             if best <= max(bf.peak, self.floor) and c == base:
                 break  # Ties' answer is already free of cost
         if best_c is None or best_c == base:
             return None
+        if self.SURE and base_got is not None and base_got - best < self.SURE * self.floor:
+            return None  # a predicted gain this small is within the prediction's error
         self.changed += 1
         off, end = best_c
         if not bf.take(bid, off, end):
@@ -293,7 +299,7 @@ class MPC(Ties):
                     _, sz, cat, req, _i, _op = ev
                     if cat != "kv_cache" and req == "-":
                         sz = max(512, int(sz * scale))
-                    high = cat in ("temporary", "input") or (cat != "kv_cache")
+                    high = self.HIGH_TIES and cat != "kv_cache"
                     got = sim.place(sz, align, high)
                     simb[(L, n_alloc)] = got
                     n_alloc += 1
@@ -358,3 +364,29 @@ class MPCCacheAll(MPC):
 
 class MPC8(MPC):
     HORIZON = 8
+
+
+class MPCG(MPC):
+    """MPC on greedy's plain best fit (no tie split): where no rollout finds a lower
+    predicted peak, it answers exactly as greedy."""
+
+    HIGH_TIES = False
+
+    def high(self, cat: str) -> bool:
+        self.seen |= cat == "kv_cache"
+        return False
+
+
+class MPCG3(MPCG):
+    HORIZON = 3
+
+
+class MPCGWide(MPCG):
+    """More decisions and choices: temporaries from 256 KiB, 8 best-fitting choices."""
+
+    MIN_SIZE = MiB // 4
+    TRIES = 8
+
+
+class MPCGSure(MPCG):
+    SURE = 0.005
