@@ -21,10 +21,9 @@ ops between layers); caches and per-request temporaries keep the template's size
 
     python benchmarks/online_lab/harness.py --seeds 12 mpc_variants:MPC
 
-A rollout is skipped while reality follows the last one: each rollout records the
-offsets best fit gave its simulated requests; while the real requests come with the
-predicted sizes and Ties answers them at the predicted offsets, the state is the
-rollout's and its verdict (no peak above max(peak so far, F)) stands.
+Cost: about one rollout per decision (the base answer is usually predicted free of cost,
+and then no other choice is tried); no rollout is reused between requests. Figures and
+verdict: predict_notes.md, "Model-predictive placement".
 """
 
 from __future__ import annotations
