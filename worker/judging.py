@@ -286,7 +286,7 @@ def _claim(settings: Settings, judging_id: int, worker: str) -> str | Claim:
             raise Busy(f"judging {judging_id} is running on {j.worker}")
         if j.status == "queued" and fresher_waits(db, j):
             raise Deferred(f"judging {judging_id} waits for fresher judgings")
-        if j.status == "queued" and (other := team_running(db, j, settings, lock=True)):
+        if j.status == "queued" and (other := _team_running(db, j, settings)):
             _wait_for_team(db, j, other)
             waits = f"judging {judging_id} waits for its team's submission {other}"
         else:
@@ -296,7 +296,8 @@ def _claim(settings: Settings, judging_id: int, worker: str) -> str | Claim:
 
 def _wait_for_team(db: Session, j: Judging, other: int) -> None:
     """A queued judging held back for its team's running one: in line, not lost (the
-    reaper leaves it: worker.reaper), and the team is told why."""
+    reaper re-sends only a judging queued longer than MEMORACE_REQUEUE_AFTER_S), and the
+    team is told why."""
     j.enqueued_at = utcnow()
     sub = j.submission
     detail = f"queued: waits for your team's submission {other} to be judged"
@@ -324,19 +325,17 @@ def _take(db: Session, j: Judging, worker: str) -> Claim:
     return claimed
 
 
-def team_running(db: Session, j: Judging, settings: Settings, lock: bool = False) -> int | None:
+def _team_running(db: Session, j: Judging, settings: Settings) -> int | None:
     """The submission of a judging of the same team that runs now, when the team may
     run no more at once (MEMORACE_JUDGINGS_PER_TEAM): with one at a time, a hidden case
     of one submission never slows a public case of another on a shared host (cache,
     memory bandwidth), whose time or plan would show what the hidden case holds. The
     service's own team (baselines) and rescores (no planner runs) are not held back; a
-    judging whose worker stopped beating holds nothing (the reaper's). `lock`: one team's
-    claims in line (PostgreSQL), so two slots cannot both find the team idle."""
+    judging whose worker stopped beating holds nothing (the reaper's)."""
     limit, team = settings.judgings_per_team, j.submission.team
     if limit <= 0 or team.system or j.kind == "rescore":
         return None
-    if lock:
-        db.get(Team, team.id, with_for_update=True)
+    db.get(Team, team.id, with_for_update=True)  # PostgreSQL: one team's claims in line
     alive = utcnow() - timedelta(seconds=settings.heartbeat_timeout_s)
     running = db.scalars(
         select(Judging.submission_id)

@@ -26,7 +26,6 @@ from api.db.session import session_scope
 from api.news import News
 from api.settings import Settings, get_settings
 from worker import build_blobs
-from worker.judging import team_running
 from worker.results import add_line
 
 log = logging.getLogger("memorace.reaper")
@@ -88,8 +87,6 @@ def reap(settings: Settings) -> list[int]:
             if j.status == "queued":
                 if aware(j.enqueued_at) >= stale or j.id in (in_broker or ()):
                     continue
-                if team_running(db, j, settings):  # held back (worker.judging), not lost:
-                    continue  # re-sent if still missing once its team's judging ends
                 missing.add(key := (j.id, aware(j.enqueued_at)))
                 if in_broker is not None and key not in _missing_last_pass:
                     continue
