@@ -123,10 +123,6 @@ class Settings:
     # many more worker slots to help (each a queue message; idle slots take them, busy
     # ones find the work done). -1: one per case beyond the first; 0: one slot per judging.
     case_helpers: int = field(default_factory=lambda: _int("CASE_HELPERS", -1))
-    # How many judgings of one team run at once (worker.judging): 1 keeps a team's
-    # hidden cases from running beside its own public cases of another submission (a
-    # side channel through a shared host); 0: no limit.
-    judgings_per_team: int = field(default_factory=lambda: _int("JUDGINGS_PER_TEAM", 1))
     # Judge the reference planners as baselines when a problem version is imported
     # (api.actions.baselines); "0": never (the organizer's contest switch only hides them).
     baselines: bool = field(default_factory=lambda: _env("BASELINES", "1") != "0")

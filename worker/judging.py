@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
 
-from sqlalchemy import delete, select
+from sqlalchemy import delete
 from sqlalchemy.orm import Session
 
 from api import news, queue
@@ -21,16 +21,7 @@ from api.actions import finals
 from api.actions.submissions import artifact_path
 from api.blobs import BlobCorrupt, BlobMissing, blob_store
 from api.blobs.packages import package_root
-from api.db.models import (
-    JUDGING_ENDED,
-    CaseResultRow,
-    CaseRun,
-    Judging,
-    Submission,
-    Team,
-    aware,
-    utcnow,
-)
+from api.db.models import JUDGING_ENDED, CaseResultRow, CaseRun, Judging, Team, aware, utcnow
 from api.db.session import session_scope
 from api.news import News
 from api.settings import Settings
@@ -286,65 +277,21 @@ def _claim(settings: Settings, judging_id: int, worker: str) -> str | Claim:
             raise Busy(f"judging {judging_id} is running on {j.worker}")
         if j.status == "queued" and fresher_waits(db, j):
             raise Deferred(f"judging {judging_id} waits for fresher judgings")
-        if j.status == "queued" and (other := _team_running(db, j, settings)):
-            _wait_for_team(db, j, other)
-            waits = f"judging {judging_id} waits for its team's submission {other}"
-        else:
-            return _take(db, j, worker)
-    raise Deferred(waits)  # after the commit: the wait is on record
-
-
-def _wait_for_team(db: Session, j: Judging, other: int) -> None:
-    """A queued judging held back for its team's running one: in line, not lost (the
-    reaper re-sends only a judging queued longer than MEMORACE_REQUEUE_AFTER_S), and the
-    team is told why."""
-    j.enqueued_at = utcnow()
-    sub = j.submission
-    detail = f"queued: waits for your team's submission {other} to be judged"
-    if sub.status_detail != detail:
-        sub.status_detail = detail
-        news.after_commit(db, News(sub.id, queue=True, team=sub.team_id))
-
-
-def _take(db: Session, j: Judging, worker: str) -> Claim:
-    """The judging is this worker's: a new attempt, its old results gone."""
-    if j.status == "running":
-        j.reason = add_line(j.reason, f"attempt {j.attempt} on {j.worker} was lost; restarted")
-    j.attempt += 1
-    j.status, j.worker, j.build_blob = "running", worker, None
-    j.started_at = j.heartbeat_at = utcnow()
-    # A lost attempt's partial results go: the new attempt writes every case again.
-    db.execute(delete(CaseResultRow).where(CaseResultRow.judging_id == j.id))
-    db.execute(delete(CaseRun).where(CaseRun.judging_id == j.id))
-    j.split = finals.split_for(db, j.submission, j.kind)
-    claimed = _claim_of(db, j)
-    sub = j.submission
-    sub.status = "running"
-    sub.status_detail = f"judging on {worker}: 0 of {len(claimed.weights)} cases"
-    news.after_commit(db, News(sub.id, queue=True, team=sub.team_id))  # it left the queue
-    return claimed
-
-
-def _team_running(db: Session, j: Judging, settings: Settings) -> int | None:
-    """The submission of a judging of the same team that runs now, when the team may
-    run no more at once (MEMORACE_JUDGINGS_PER_TEAM): with one at a time, a hidden case
-    of one submission never slows a public case of another on a shared host (cache,
-    memory bandwidth), whose time or plan would show what the hidden case holds. The
-    service's own team (baselines) and rescores (no planner runs) are not held back; a
-    judging whose worker stopped beating holds nothing (the reaper's)."""
-    limit, team = settings.judgings_per_team, j.submission.team
-    if limit <= 0 or team.system or j.kind == "rescore":
-        return None
-    db.get(Team, team.id, with_for_update=True)  # PostgreSQL: one team's claims in line
-    alive = utcnow() - timedelta(seconds=settings.heartbeat_timeout_s)
-    running = db.scalars(
-        select(Judging.submission_id)
-        .join(Submission, Judging.submission_id == Submission.id)
-        .where(Submission.team_id == team.id, Judging.id != j.id, Judging.status == "running",
-               Judging.kind != "rescore", Judging.heartbeat_at >= alive)
-        .limit(limit)
-    ).all()  # fmt: skip
-    return running[0] if len(running) >= limit else None
+        if j.status == "running":
+            j.reason = add_line(j.reason, f"attempt {j.attempt} on {j.worker} was lost; restarted")
+        j.attempt += 1
+        j.status, j.worker, j.build_blob = "running", worker, None
+        j.started_at = j.heartbeat_at = utcnow()
+        # A lost attempt's partial results go: the new attempt writes every case again.
+        db.execute(delete(CaseResultRow).where(CaseResultRow.judging_id == j.id))
+        db.execute(delete(CaseRun).where(CaseRun.judging_id == j.id))
+        j.split = finals.split_for(db, j.submission, j.kind)
+        claimed = _claim_of(db, j)
+        sub = j.submission
+        sub.status = "running"
+        sub.status_detail = f"judging on {worker}: 0 of {len(claimed.weights)} cases"
+        news.after_commit(db, News(sub.id, queue=True, team=sub.team_id))  # it left the queue
+        return claimed
 
 
 def _claim_of(db: Session, j: Judging) -> Claim:
