@@ -18,9 +18,11 @@ starts before every public case is done (stored): a hidden case never runs besid
 public one of the same judging, so its planner cannot slow a public case that shows
 (its time, or a plan whose quality its planner made of its own clock) what the hidden
 case holds; no public result's arrival can tell how long a hidden case took, and no
-public case runs again (a take-over) once a hidden one has run. Contestants may see
+public case runs again (a take-over) once a hidden one has run. All this holds within
+one attempt (a restarted judging runs its public cases again). Contestants may see
 every public result while the judging runs. The cost: the slots wait for the last
-public case before the hidden ones start.
+public case before the hidden ones start (a helper waits only while hidden cases are
+left over for it).
 """
 
 from __future__ import annotations
@@ -125,8 +127,8 @@ class CaseClaims:
                     db.flush()
                     return name
             waiting = public_open and len(runs) < len(names)
-            if not self.owner:  # a helper waits only for public cases that are alive
-                return WAIT if waiting and not self._public_lost(runs, public) else None
+            if not self.owner:
+                return WAIT if waiting and self._helper_waits(runs, names, public) else None
             for name in names:
                 run = runs.get(name)
                 why = self._lost(run) if run and run.status == "running" else ""
@@ -139,14 +141,21 @@ class CaseClaims:
                     return name
             return WAIT if waiting else None
 
-    def _public_lost(self, runs: dict[str, CaseRun], public: set[str]) -> bool:
-        """Whether a public case is lost: the owner takes it over, or the reaper the
-        judging (a helper waiting for it would hold its slot from the restarted one)."""
-        return any(self._lost(r) for n, r in runs.items() if n in public and r.status == "running")
+    def _helper_waits(self, runs: dict[str, CaseRun], names: list[str], public: set[str]) -> bool:
+        """Whether a helper waits for the public cases' end: only while hidden cases are
+        left over for it (more than the processes now running public cases take when
+        theirs end), and no public case is abandoned (lost a whole heartbeat timeout
+        past the owner's take-over: the owner is gone too, the reaper restarts the
+        judging, and a waiting helper would hold its slot from that)."""
+        hidden_left = sum(1 for n in names if n not in public and n not in runs)
+        running = [r for n, r in runs.items() if n in public and r.status == "running"]
+        if hidden_left <= len(running):
+            return False
+        return not any(self._lost(r, grace=self.stale) for r in running)
 
-    def _lost(self, run: CaseRun) -> str:
-        """Why a running case is taken for lost ("" if it is not)."""
-        now, beat = utcnow(), run.heartbeat_at
+    def _lost(self, run: CaseRun, grace: timedelta = timedelta(0)) -> str:
+        """Why a running case is taken for lost ("" if it is not), `grace` past when."""
+        now, beat = utcnow() - grace, run.heartbeat_at
         if beat is None or now - aware(beat) >= self.stale:
             return "stopped answering"
         started = run.started_at
