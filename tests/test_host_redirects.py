@@ -4,9 +4,12 @@ them as paths, so a forged Host (a poisoned cache in front) cannot send anyone a
 
 from __future__ import annotations
 
+from urllib.parse import urlsplit
+
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+from api.access.headers import secured
 from tests.test_api import client  # noqa: F401
 
 REDIRECTING = ("/api/v1/problems/", "/guide", "/login/")
@@ -36,3 +39,26 @@ def test_any_host_header_never_leaves_the_site(client, host):  # noqa: F811
     assert reply.status_code < 500, (host, reply.status_code)
     location = reply.headers.get("location", "/")
     assert location.startswith("/") and not location.startswith("//"), (host, location)
+
+
+def _as_a_browser_reads(location: str) -> str:
+    return (
+        location.replace("\t", "")
+        .replace("\n", "")
+        .replace("\r", "")
+        .lstrip("".join(map(chr, range(33))))
+    )
+
+
+@given(location=st.text(max_size=60).map(lambda t: t.encode("latin-1", "replace")))
+@example(location=b"/\\evil.example")
+@example(location=b"http://h/\\evil.example/x?y=1")
+@example(location=b"/\t/evil.example")
+@example(location=b" \\\\evil.example")
+def test_no_location_names_another_site(location: bytes) -> None:
+    """Whatever a route or Starlette puts in Location goes out naming no other site, read
+    as a browser reads it (tabs and line breaks dropped; a backslash is a slash)."""
+    sent = dict(secured([(b"location", location)]))[b"location"].decode("latin-1")
+    seen = _as_a_browser_reads(sent).replace("\\", "/")
+    url = urlsplit(seen)
+    assert not url.scheme and not url.netloc and not seen.startswith("//"), (location, sent)

@@ -29,6 +29,8 @@ DOWNLOAD_CSP = "default-src 'none'; frame-ancestors 'none'; sandbox"
 _TYPE_OPTIONS = b"x-content-type-options"
 _CSP = b"content-security-policy"
 _LOCATION = b"location"
+_DROPPED = dict.fromkeys(map(ord, "\t\n\r"))
+_LEADING = "".join(map(chr, range(33)))
 
 
 def policy_for(content_type: str) -> str:
@@ -55,14 +57,23 @@ def secured(headers: list[tuple[bytes, bytes]]) -> list[tuple[bytes, bytes]]:
 
 
 def _path_of(location: bytes) -> bytes:
+    # as a browser reads it: tabs and line breaks dropped, leading controls and spaces too
+    text = location.decode("latin-1").translate(_DROPPED).lstrip(_LEADING)
     try:
-        url = urlsplit(location.decode("latin-1"))
+        url = urlsplit(text)
     except ValueError:  # not a URL at all: nothing a browser would follow elsewhere
         return b"/"
     if url.scheme or url.netloc:
-        path = "/" + (url.path or "/").lstrip("/")  # never "//host": a browser reads a site
+        path = _one_slash(url.path or "/")
         return (path + (f"?{url.query}" if url.query else "")).encode("latin-1")
-    return location
+    if text.startswith(("/", "\\")):
+        return _one_slash(text).encode("latin-1")
+    return text.encode("latin-1")
+
+
+def _one_slash(path: str) -> str:
+    """Never "//host" nor "/\\host" (browsers read both as another site): one slash."""
+    return "/" + path.lstrip("/\\")
 
 
 def secure(response: Response) -> Response:
