@@ -87,11 +87,28 @@ def brief(data: bytes, limit: int = 240) -> str:
     return line if len(line) <= limit else f"{line[: limit // 2]}...{line[-limit // 2 :]}"
 
 
-def process_alive(pid: int) -> bool:
+def process_alive(pid: int, started: str | None = None) -> bool:
     """Whether process `pid` of this host still runs; a zombie (killed, not yet reaped,
-    e.g. when PID 1 does not reap) counts as dead. Owners of leftovers are told by it."""
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
+    e.g. when PID 1 does not reap) counts as dead. Owners of leftovers are told by it.
+    `started` (process_started's): dead too if `pid` now names a later process (a
+    worker container restarted under its hostname gets its old pids back)."""
+    fields = _stat_fields(pid)
+    if not fields or fields[0] == "Z":
         return False
-    return state != "Z"
+    return started is None or fields[19] == started
+
+
+def process_started(pid: int) -> str | None:
+    """When process `pid` started (clock ticks since boot, /proc's field 22): with the
+    pid, it names one process for good."""
+    fields = _stat_fields(pid)
+    return fields[19] if fields else None
+
+
+def _stat_fields(pid: int) -> list[str]:
+    """/proc/PID/stat's fields after the command name (state first); [] if gone."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return []
+    return fields if len(fields) > 19 else []

@@ -46,6 +46,7 @@ TMPFS = {
 }
 LABEL = "memorace.sandbox"
 OWNER_LABEL = "memorace.owner"  # host:pid of the judge process that made it
+OWNER_STARTED_LABEL = "memorace.owner_started"  # and when that process started
 
 
 @cache
@@ -62,13 +63,21 @@ def engine_available() -> bool:
         return False
 
 
+def owner_labels() -> dict[str, str]:
+    """A sandbox container's labels: ours, and which process of which host made it."""
+    started = base.process_started(os.getpid()) or ""
+    owner = f"{socket.gethostname()}:{os.getpid()}"
+    return {LABEL: "1", OWNER_LABEL: owner, OWNER_STARTED_LABEL: started}
+
+
 def remove_orphans() -> int:
     """Remove sandbox containers whose judge process (on this host) is gone: a judge
     killed with SIGKILL could not remove its own."""
     host, removed = socket.gethostname(), 0
     for container in _client().containers.list(all=True, filters={"label": LABEL}):
         owner_host, _, pid = container.labels.get(OWNER_LABEL, "").rpartition(":")
-        if owner_host != host or not pid.isdigit() or base.process_alive(int(pid)):
+        started = container.labels.get(OWNER_STARTED_LABEL)
+        if owner_host != host or not pid.isdigit() or base.process_alive(int(pid), started):
             continue
         with suppress(Exception):
             container.remove(force=True)
@@ -129,7 +138,7 @@ def _probe_sees(folder: Path, token: str) -> str | None:
             cap_drop=["ALL"],
             security_opt=["no-new-privileges"],
             volumes={str(folder): {"bind": "/probe", "mode": "ro"}},
-            labels={LABEL: "1", OWNER_LABEL: f"{socket.gethostname()}:{os.getpid()}"},
+            labels=owner_labels(),
             remove=True,
         )
     except docker.errors.ContainerError as exc:
@@ -165,7 +174,7 @@ def container_spec(
             str(submission_root): {"bind": "/submission", "mode": "ro"},
         },
         "environment": {"MEMORACE_CASE_DIR": "/case", "MEMORACE_OUT_DIR": "/out"},
-        "labels": {LABEL: "1", OWNER_LABEL: f"{socket.gethostname()}:{os.getpid()}"},
+        "labels": owner_labels(),
         "detach": True,
     }
     if cpuset := docker_cpuset():  # the worker slot's own cores (judge.sandbox.cores)
