@@ -20,6 +20,7 @@ import pytest
 
 from judge.package import load_problem
 from judge.pipeline import judge_planner
+from judge.sandbox.base import process_started
 from judge.sandbox.docker import IMAGE, engine_available
 from judge.sandbox.local import bwrap_works, session_uids
 from judge.verdict import Verdict
@@ -279,6 +280,7 @@ def test_container_spec_locks_the_planner_down(tmp_path):
         "labels": {
             "memorace.sandbox": "1",
             "memorace.owner": f"{socket.gethostname()}:{os.getpid()}",
+            "memorace.owner_started": process_started(os.getpid()),
         },
         "detach": True,
     }
